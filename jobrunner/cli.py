@@ -1,0 +1,39 @@
+"""`jobrunner <command>`: one entry point, one module per command.
+
+Each command module defines `add_arguments(parser)` and `main(args) -> int`; it is imported only
+when its command runs, so `jobrunner simulate` never pays for torch and `jobrunner merge` never
+for transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "generate": ("jobrunner.generate_cli", "generate responses through SGLang /generate within token budgets"),
+    "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
+    "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
+    "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
+    "simulate": ("jobrunner.simulator", "run the SGLang simulator (tests, demos, benchmarks)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="jobrunner", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    if not argv or argv[0] not in COMMANDS:
+        parser.parse_args(argv)  # prints usage or the error, and exits
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    command_parser = argparse.ArgumentParser(prog=f"jobrunner {argv[0]}", description=COMMANDS[argv[0]][1])
+    module.add_arguments(command_parser)
+    return int(module.main(command_parser.parse_args(argv[1:])) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
