@@ -1,0 +1,119 @@
+"""The part writer: append, torn tails, resume from the summary, resume after a lost summary."""
+
+import json
+import os
+
+import pytest
+
+from jobrunner import output
+
+
+def record(row: int, n: int = 3, reason: str = "stop") -> dict:
+    return {
+        "sample_id": output.sample_id("ds", row), "dataset": "ds", "row": row,
+        "input_ids": [1, 2], "output_ids": list(range(n)), "finish_reason": reason,
+        "prompt_tokens": 2, "completion_tokens": n, "prompt_class": "short",
+        "sampling_params": {"max_new_tokens": 8}, "rid": f"r-{row}",
+        "timings": {"queued_s": 0.0, "e2e_s": 0.1, "finished_at": 1000.0 + row},
+    }
+
+
+def test_records_round_trip_and_totals(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(0, 3))
+    w.append_record(record(2, 5, "length"))
+    w.append_skip(4, "prompt_too_long", "300 > 256")
+    w.close()
+    path = output.part_path(tmp_path, "ds", 0)
+    assert [r["row"] for r in output.iter_records(path)] == [0, 2]
+    assert output.record_files(tmp_path) == [path]
+    s = output.read_summary(tmp_path, "ds", 0)
+    assert (s.records, s.completion_tokens, s.finish_reasons) == (2, 8, {"stop": 1, "length": 1})
+    assert s.skipped_by_reason == {"prompt_too_long": 1}
+    assert s.records_bytes == path.stat().st_size
+
+
+def test_duplicate_row_is_refused(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(1))
+    with pytest.raises(ValueError):
+        w.append_record(record(1))
+    with pytest.raises(ValueError):
+        w.append_skip(1, "x")
+
+
+def test_completion_tokens_must_match_output_ids(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    bad = record(1)
+    bad["completion_tokens"] = 9
+    with pytest.raises(ValueError):
+        w.append_record(bad)
+
+
+def test_torn_tail_is_ignored_by_readers_and_cut_on_resume(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(0))
+    w.sync()
+    w.append_record(record(1))  # after the summary: found by the tail scan
+    path = output.part_path(tmp_path, "ds", 0)
+    with open(path, "ab") as f:
+        f.write(b'{"sample_id": "ds/000000002", "row": 2, "outp')  # killed mid-write
+    assert [r["row"] for r in output.iter_records(path)] == [0, 1]
+
+    w2 = output.PartWriter(tmp_path, "ds", 0)  # no close of w: as after SIGKILL
+    assert w2.is_done(0) and w2.is_done(1) and not w2.is_done(2)
+    assert w2.totals.records == 2
+    assert path.read_bytes().endswith(b"\n")
+    w2.append_record(record(2))
+    w2.close()
+    assert [r["row"] for r in output.iter_records(path)] == [0, 1, 2]
+
+
+def test_resume_reads_only_the_tail_after_the_summary(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    for row in range(5):
+        w.append_record(record(row))
+    w.close()
+    path = output.part_path(tmp_path, "ds", 0)
+    # Overwrite the summarised prefix with garbage of the same length: a resume that trusts the
+    # summary never reads it, so the totals still come out right.
+    size = path.stat().st_size
+    data = bytearray(path.read_bytes())
+    data[: size - 1] = b"x" * (size - 1)
+    path.write_bytes(bytes(data))
+    w2 = output.PartWriter(tmp_path, "ds", 0)
+    assert w2.totals.records == 5 and w2.totals.rows == [0, 1, 2, 3, 4]
+
+
+def test_summary_that_does_not_fit_the_file_forces_a_full_rescan(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    for row in range(3):
+        w.append_record(record(row))
+    w.close()
+    summary = output.summary_path(tmp_path, "ds", 0)
+    data = json.loads(summary.read_text())
+    data["records_bytes"] += 5  # points past a line boundary
+    data["records"] = 99
+    summary.write_text(json.dumps(data))
+    w2 = output.PartWriter(tmp_path, "ds", 0)
+    assert w2.totals.records == 3
+
+
+def test_missing_summary_rescans_everything(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(0, 4))
+    w.append_skip(1, "bad_json")
+    w.close()
+    os.unlink(output.summary_path(tmp_path, "ds", 0))
+    w2 = output.PartWriter(tmp_path, "ds", 0)
+    assert (w2.totals.records, w2.totals.completion_tokens, w2.totals.skipped) == (1, 4, 1)
+    assert w2.is_done(1)
+
+
+def test_durable_totals_lag_until_sync(tmp_path):
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(0, 4))
+    assert w.durable.completion_tokens == 0
+    assert w.sync().completion_tokens == 4
+    w.append_record(record(1, 4))
+    assert w.durable.completion_tokens == 4 and w.durable.rows == [0]
