@@ -1,0 +1,271 @@
+"""Prompt datasets: streamed JSONL and Parquet rows in the common chat shapes.
+
+Row shapes, recognised per row:
+
+- OpenAI `messages` (roles system/developer/user/assistant/tool, assistant `tool_calls`, `tools`
+  beside them), optionally as a JSON string;
+- ShareGPT `conversations` with `from`/`value` (human/gpt/system/tool and their usual aliases);
+- a plain `prompt` with an optional `system`;
+- pre-tokenized `input_ids`, used exactly as they are.
+
+A multi-turn row regenerates its final assistant turn: everything after the last user or tool turn
+is dropped, so the prompt ends where the model must answer. Rows carry their source row index (the
+line number in JSONL, the position in Parquet), which is what makes sample ids stable for resume and
+what sharding uses: replica k of R takes the rows whose index % R == k.
+
+A malformed row is never fatal: it comes out as a `SkippedRow` with one of the reasons in
+`SKIP_REASONS`, to be recorded once and counted. Memory stays bounded: JSONL is read line by line,
+Parquet one record batch at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+DatasetFormat = Literal["auto", "jsonl", "parquet"]
+
+SKIP_REASONS = (
+    "bad_json", "invalid_utf8", "not_an_object", "unknown_shape", "unknown_role", "no_user_turn",
+    "empty", "non_text_content", "bad_input_ids",
+)
+
+SHAREGPT_ROLES = {
+    "human": "user", "user": "user",
+    "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant", "model": "assistant",
+    "bard": "assistant", "bing": "assistant", "function_call": "assistant",
+    "system": "system",
+    "tool": "tool", "function_response": "tool", "observation": "tool", "ipython": "tool",
+}
+OPENAI_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+                "tool": "tool", "function": "tool"}
+PROMPT_ENDING_ROLES = ("user", "tool")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A chat to be rendered with the model's chat template (it ends at a user or tool turn)."""
+
+    row: int
+    messages: list[dict]
+    tools: list[dict] | None = None
+
+
+@dataclass(frozen=True)
+class Pretokenized:
+    row: int
+    input_ids: list[int]
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    row: int
+    reason: str
+    detail: str = ""
+
+
+DatasetRow = Conversation | Pretokenized | SkippedRow
+
+
+class RowError(ValueError):
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def _check_utf8(value: Any) -> None:
+    """Reject strings that cannot be encoded (lone surrogates from `\\ud800` escapes)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise RowError("invalid_utf8", str(e)) from None
+    elif isinstance(value, dict):
+        for v in value.values():
+            _check_utf8(v)
+    elif isinstance(value, list):
+        for v in value:
+            _check_utf8(v)
+
+
+def _maybe_json(value: Any) -> Any:
+    """Parquet datasets often store nested columns as JSON strings."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise RowError("bad_json", "nested JSON string does not parse") from None
+    return value
+
+
+def _text_content(content: Any) -> str | None:
+    """Content as text: a string, or a list of text parts joined; anything else is not for a text model."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                raise RowError("non_text_content", f"content part {str(part)[:80]}")
+        return "".join(texts)
+    raise RowError("non_text_content", f"content of type {type(content).__name__}")
+
+
+def _without_nones(d: dict) -> dict:
+    # Parquet structs carry every field of the schema, absent ones as None.
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def prompt_messages(messages: list[dict]) -> list[dict]:
+    """The turns that make the prompt: up to and including the last user or tool turn."""
+    last = max((i for i, m in enumerate(messages) if m["role"] in PROMPT_ENDING_ROLES), default=-1)
+    if not any(m["role"] == "user" for m in messages[: last + 1]):
+        raise RowError("no_user_turn")
+    return messages[: last + 1]
+
+
+def _openai_messages(raw: Any) -> list[dict]:
+    raw = _maybe_json(raw)
+    if not isinstance(raw, list) or not raw:
+        raise RowError("empty", "no messages")
+    messages = []
+    for m in raw:
+        if not isinstance(m, dict):
+            raise RowError("unknown_shape", "a message is not an object")
+        m = _without_nones(m)
+        role = OPENAI_ROLES.get(m.get("role"))
+        if role is None:
+            raise RowError("unknown_role", repr(m.get("role"))[:80])
+        message = {**m, "role": role, "content": _text_content(m.get("content"))}
+        if "tool_calls" in message:
+            message["tool_calls"] = [_without_nones(c) if isinstance(c, dict) else c for c in _maybe_json(message["tool_calls"])]
+        messages.append(message)
+    return messages
+
+
+def _sharegpt_messages(raw: Any) -> list[dict]:
+    raw = _maybe_json(raw)
+    if not isinstance(raw, list) or not raw:
+        raise RowError("empty", "no conversation turns")
+    messages = []
+    for turn in raw:
+        if not isinstance(turn, dict):
+            raise RowError("unknown_shape", "a turn is not an object")
+        role = SHAREGPT_ROLES.get(str(turn.get("from", "")).lower())
+        if role is None:
+            raise RowError("unknown_role", repr(turn.get("from"))[:80])
+        messages.append({"role": role, "content": _text_content(turn.get("value"))})
+    return messages
+
+
+def parse_row(row: int, obj: Any, pretokenized: bool = False) -> DatasetRow:
+    """One source row as a Conversation, a Pretokenized prompt, or a SkippedRow with its reason."""
+    try:
+        if not isinstance(obj, dict):
+            raise RowError("not_an_object", type(obj).__name__)
+        if pretokenized or "input_ids" in obj and obj["input_ids"] is not None:
+            ids = obj.get("input_ids")
+            if not isinstance(ids, list) or not ids or not all(type(t) is int and t >= 0 for t in ids):
+                raise RowError("bad_input_ids", "input_ids must be a non-empty list of non-negative ints")
+            return Pretokenized(row, ids)
+        _check_utf8(obj)
+        tools = _maybe_json(obj.get("tools")) or None
+        if tools is not None and not isinstance(tools, list):
+            raise RowError("unknown_shape", "tools is not a list")
+        if obj.get("messages") is not None:
+            messages = _openai_messages(obj["messages"])
+        elif obj.get("conversations") is not None:
+            messages = _sharegpt_messages(obj["conversations"])
+        elif obj.get("prompt") is not None:
+            if not isinstance(obj["prompt"], str):
+                raise RowError("unknown_shape", "prompt is not a string")
+            messages = ([{"role": "system", "content": obj["system"]}] if obj.get("system") else []) + [
+                {"role": "user", "content": obj["prompt"]}
+            ]
+        else:
+            raise RowError("unknown_shape", f"keys {sorted(obj)[:8]}")
+        messages = prompt_messages(messages)
+        if not any((m.get("content") or "").strip() for m in messages if m["role"] in PROMPT_ENDING_ROLES):
+            raise RowError("empty", "every user/tool turn is empty")
+        return Conversation(row, messages, tools)
+    except RowError as e:
+        return SkippedRow(row, e.reason, e.detail)
+
+
+def detect_format(path: str | os.PathLike, declared: DatasetFormat = "auto") -> Literal["jsonl", "parquet"]:
+    if declared != "auto":
+        return declared
+    suffix = Path(path).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    raise ValueError(f"{path}: cannot tell the format from the extension; set format: jsonl or parquet")
+
+
+def _jsonl_objects(path: Path, replica: int, replicas: int) -> Iterator[tuple[int, Any]]:
+    with open(path, "rb") as f:
+        for index, line in enumerate(f):
+            if index % replicas != replica:
+                continue
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield index, RowError("invalid_utf8", str(e))
+                continue
+            if not text.strip():
+                yield index, RowError("empty", "blank line")
+                continue
+            try:
+                yield index, json.loads(text)
+            except ValueError as e:
+                yield index, RowError("bad_json", str(e)[:200])
+
+
+def _parquet_objects(path: Path, replica: int, replicas: int, batch_rows: int) -> Iterator[tuple[int, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    index = 0
+    with pq.ParquetFile(path) as pf:
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            # Convert only this replica's rows of the batch to Python objects.
+            positions = range((replica - index) % replicas, batch.num_rows, replicas)
+            mine = batch if replicas == 1 else batch.take(pa.array(positions, type=pa.int64()))
+            for i, obj in zip(positions, mine.to_pylist()):
+                yield index + i, obj
+            index += batch.num_rows
+
+
+def read_rows(
+    path: str | os.PathLike,
+    fmt: DatasetFormat = "auto",
+    *,
+    pretokenized: bool = False,
+    replica: int = 0,
+    replicas: int = 1,
+    batch_rows: int = 1024,
+) -> Iterator[DatasetRow]:
+    """Stream this replica's share of a dataset, in row order, as parsed or skipped rows."""
+    if not 0 <= replica < replicas:
+        raise ValueError(f"replica {replica} is not in [0, {replicas})")
+    path = Path(path)
+    objects = (
+        _parquet_objects(path, replica, replicas, batch_rows)
+        if detect_format(path, fmt) == "parquet"
+        else _jsonl_objects(path, replica, replicas)
+    )
+    for index, obj in objects:
+        if isinstance(obj, RowError):
+            yield SkippedRow(index, obj.reason, obj.detail)
+        else:
+            yield parse_row(index, obj, pretokenized)

@@ -1,0 +1,95 @@
+"""Dataset parsing: every supported shape, the final-turn rule, malformed rows, sharding, Parquet."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, parse_row, read_rows
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+
+
+def test_openai_messages_drop_the_final_assistant_turn_and_keep_tools():
+    row = {
+        "tools": TOOLS,
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+            {"role": "tool", "content": "sunny"},
+            {"role": "assistant", "content": "It is sunny."},
+        ],
+    }
+    parsed = parse_row(7, row)
+    assert isinstance(parsed, Conversation) and parsed.row == 7 and parsed.tools == TOOLS
+    assert [m["role"] for m in parsed.messages] == ["system", "user", "assistant", "tool"]
+    assert parsed.messages[2]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_sharegpt_roles_are_mapped():
+    row = {"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "hi"},
+                             {"from": "gpt", "value": "hello"}, {"from": "human", "value": "more"},
+                             {"from": "gpt", "value": "sure"}]}
+    parsed = parse_row(0, row)
+    assert [(m["role"], m["content"]) for m in parsed.messages] == [
+        ("system", "s"), ("user", "hi"), ("assistant", "hello"), ("user", "more")]
+
+
+def test_plain_prompt_with_system_and_text_parts():
+    assert parse_row(0, {"prompt": "p", "system": "s"}).messages == [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "p"}]
+    parts = parse_row(0, {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]})
+    assert parts.messages[0]["content"] == "ab"
+
+
+def test_pretokenized_rows_are_used_as_they_are():
+    assert parse_row(3, {"input_ids": [5, 6, 7]}) == Pretokenized(3, [5, 6, 7])
+    assert parse_row(3, {"input_ids": [5, "6"]}).reason == "bad_input_ids"
+    assert parse_row(3, {"prompt": "x"}, pretokenized=True).reason == "bad_input_ids"
+
+
+def test_malformed_rows_are_skipped_with_their_reason():
+    cases = {
+        "not_an_object": [1, 2],
+        "unknown_shape": {"text": "x"},
+        "unknown_role": {"messages": [{"role": "narrator", "content": "x"}]},
+        "no_user_turn": {"messages": [{"role": "system", "content": "x"}, {"role": "assistant", "content": "y"}]},
+        "empty": {"messages": [{"role": "user", "content": "  "}]},
+        "invalid_utf8": {"prompt": "bad \ud800 surrogate"},
+        "non_text_content": {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+    }
+    for reason, obj in cases.items():
+        parsed = parse_row(0, obj)
+        assert isinstance(parsed, SkippedRow) and parsed.reason == reason, (reason, parsed)
+
+
+def test_jsonl_stream_counts_bad_lines_and_keeps_row_indices(tmp_path):
+    path = tmp_path / "d.jsonl"
+    lines = [json.dumps({"prompt": "a"}).encode(), b"{not json", b"\xff\xfe bad utf8", b"",
+             json.dumps({"prompt": "b"}).encode()]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    rows = list(read_rows(path))
+    assert [(r.row, getattr(r, "reason", "ok")) for r in rows] == [
+        (0, "ok"), (1, "bad_json"), (2, "invalid_utf8"), (3, "empty"), (4, "ok")]
+
+
+def test_sharding_partitions_rows_by_index(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"prompt": str(i)}) + "\n" for i in range(10)))
+    shards = [[r.row for r in read_rows(path, replica=k, replicas=3)] for k in range(3)]
+    assert shards == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+
+
+def test_parquet_is_streamed_by_batch_with_global_row_indices(tmp_path):
+    path = tmp_path / "d.parquet"
+    table = pa.table({
+        "messages": [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}] for i in range(10)],
+        "tools": [json.dumps(TOOLS) if i % 2 else None for i in range(10)],
+    })
+    pq.write_table(table, path, row_group_size=3)
+    rows = list(read_rows(path, replica=1, replicas=2, batch_rows=3))
+    assert [r.row for r in rows] == [1, 3, 5, 7, 9]
+    assert rows[2].messages == [{"role": "user", "content": "q5"}] and rows[2].tools == TOOLS
+    assert [r.row for r in read_rows(path, batch_rows=4)] == list(range(10))
