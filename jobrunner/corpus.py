@@ -1,0 +1,152 @@
+"""The merged training corpus: its on-disk format, its writer and its reader (docs/formats.md).
+
+A corpus directory holds JSON Lines shards `train-00000.jsonl`, `eval-00000.jsonl`, ... and one
+`manifest.json`. Each line is one sample:
+
+    {"sample_id": "ds/000000042", "dataset": "ds", "prompt_len": P, "finish_reason": "stop",
+     "truncated": false, "input_ids": [prompt ids..., response ids...], "loss_mask": [0]*P + [1]*R}
+
+The manifest is the commit point: it is written last (temp file + rename) and readers open only the
+shards it lists, so a merge killed half-way leaves the previous corpus readable and complete.
+JSON Lines (not Parquet) because it streams with the standard library and is byte-deterministic;
+the Parquet export (jobrunner/exports.py) is for `datasets.load_dataset`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+CORPUS_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+SPLITS = ("train", "eval")
+
+
+def shard_name(split: str, index: int) -> str:
+    return f"{split}-{index:05d}.jsonl"
+
+
+def loss_mask(prompt_len: int, response_len: int) -> list[int]:
+    """0 on the prompt, 1 on every generated token (thinking and tool-call tokens are generated too)."""
+    return [0] * prompt_len + [1] * response_len
+
+
+def encode_record(sample_id: str, dataset: str, prompt_ids: list[int], output_ids: list[int],
+                  finish_reason: str, truncated: bool) -> bytes:
+    """One corpus line. Built by hand rather than json.dumps(dict): the mask is a run of zeros and ones,
+    and this is the merge's inner loop; the result is the same canonical JSON either way."""
+    ids = ",".join(map(str, prompt_ids + output_ids))
+    mask = ("0," * len(prompt_ids) + "1," * len(output_ids))[:-1]
+    head = json.dumps({"sample_id": sample_id, "dataset": dataset, "prompt_len": len(prompt_ids),
+                       "finish_reason": finish_reason, "truncated": truncated}, separators=(",", ":"))
+    return f'{head[:-1]},"input_ids":[{ids}],"loss_mask":[{mask}]}}\n'.encode()
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: str | os.PathLike, obj) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
+
+
+class ShardWriter:
+    """Writes one split's shards: each one to `<name>.tmp`, renamed into place when full or closed.
+
+    A shard is full at `max_records` records or `max_bytes` bytes, whichever comes first (a record is
+    never split). The sha256 is computed while writing, so no shard is read back.
+    """
+
+    def __init__(self, directory: str | os.PathLike, split: str, max_records: int | None, max_bytes: int | None):
+        if not max_records and not max_bytes:
+            raise ValueError("a shard size is needed: records per shard or bytes per shard")
+        self.directory = Path(directory)
+        self.split = split
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.shards: list[dict] = []
+        self._file = None
+
+    def _open(self) -> None:
+        name = shard_name(self.split, len(self.shards))
+        self._file = open(self.directory / (name + ".tmp"), "wb", buffering=1 << 20)
+        self._current = {"name": name, "split": self.split, "records": 0, "tokens": 0, "bytes": 0}
+        self._hash = hashlib.sha256()
+
+    def _close_current(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self._file = None
+        name = self._current["name"]
+        os.replace(self.directory / (name + ".tmp"), self.directory / name)
+        self._current["sha256"] = self._hash.hexdigest()
+        self.shards.append(self._current)
+
+    def write(self, line: bytes, tokens: int) -> None:
+        if self._file is None:
+            self._open()
+        self._file.write(line)
+        self._hash.update(line)
+        c = self._current
+        c["records"] += 1
+        c["tokens"] += tokens
+        c["bytes"] += len(line)
+        if (self.max_records and c["records"] >= self.max_records) or (self.max_bytes and c["bytes"] >= self.max_bytes):
+            self._close_current()
+
+    def close(self) -> list[dict]:
+        if self._file is not None:
+            self._close_current()
+        return self.shards
+
+
+def read_manifest(corpus_dir: str | os.PathLike) -> dict:
+    path = Path(corpus_dir) / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no corpus manifest (run `jobrunner merge` first)") from None
+    if manifest.get("version") != CORPUS_VERSION:
+        raise ValueError(f"{path}: corpus version {manifest.get('version')!r}, expected {CORPUS_VERSION}")
+    return manifest
+
+
+def shard_paths(corpus_dir: str | os.PathLike, split: str | None = None) -> list[Path]:
+    """The committed shards of one split (or of both, train first), in corpus order."""
+    manifest = read_manifest(corpus_dir)
+    return [Path(corpus_dir) / s["name"] for s in manifest["shards"] if split is None or s["split"] == split]
+
+
+def iter_corpus(corpus_dir: str | os.PathLike, split: str | None = None) -> Iterator[dict]:
+    """Yield the samples of a merged corpus in their shuffled order (one split, or train then eval)."""
+    for path in shard_paths(corpus_dir, split):
+        with open(path, "rb") as f:
+            for line in f:
+                yield json.loads(line)

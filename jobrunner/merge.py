@@ -1,0 +1,390 @@
+"""`jobrunner merge`: every dataset's generation output -> one deduplicated, shuffled, split, sharded corpus.
+
+Two streaming passes, so memory is bounded by the bucket size whatever the corpus size:
+
+1. Partition. Each generation record (read with `jobrunner.output.iter_records`) is validated, put
+   through the truncated-response policy, encoded as its corpus line and given a key: a seeded
+   128-bit BLAKE2b of its token content (prompt ids + response ids). The line goes to the bucket file
+   that owns the key's range (bucket = top 64 bits * B >> 64), with the key in front.
+2. Sort. Each bucket is read into memory, its lines sorted (key, then sample id), exact duplicates
+   (equal keys) dropped but the first, and the lines streamed out to the train or eval shards.
+
+Why one key does three jobs. Sorting by a keyed hash is a seeded uniform shuffle; because buckets are
+key *ranges*, sorting each bucket and concatenating them is the global sort, so the output is
+independent of the bucket count (that is, of the memory limit); and equal contents have equal keys,
+so duplicates meet in one bucket, next to each other: dedupe costs no memory of its own (no global
+hash set, which in Python would cost ~90 bytes per sample). The duplicate kept is the one with the
+smallest sample id, whichever file it came from. A false duplicate needs a 128-bit collision
+(probability ~n^2 / 2^129: never, at any corpus size).
+
+The train/eval split is decided per sample by a seeded hash of its sample id, so a sample stays on
+its side when other samples are added or removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from jobrunner import corpus
+from jobrunner.output import iter_records, record_files
+
+TRUNCATED_POLICIES = ("keep", "drop", "mark")
+FINISH_REASONS = ("stop", "length")
+# Bucket files are written all at once; past this many open files, ask for more memory instead.
+MAX_BUCKETS = 1024
+# A bucket in memory (the lines, Python's per-line overhead, the sort) takes ~1.3x its file size;
+# a quarter of the limit per bucket leaves room for the interpreter, buffers and the stats.
+BUCKET_SHARE_OF_MEMORY = 4
+# Corpus lines are larger than the generation lines they come from (the mask adds ~2 bytes per token).
+CORPUS_BYTES_PER_INPUT_BYTE = 1.5
+
+
+@dataclass(frozen=True)
+class MergeSettings:
+    truncated: str = "mark"
+    dedupe: bool = True
+    seed: int = 0
+    eval_fraction: float = 0.01
+    shard_records: int | None = 100_000
+    shard_bytes: int | None = 1 << 30
+    memory_limit_mb: int = 512
+
+    def check(self) -> None:
+        if self.truncated not in TRUNCATED_POLICIES:
+            raise ValueError(f"truncated policy {self.truncated!r}: expected one of {TRUNCATED_POLICIES}")
+        if not 0.0 <= self.eval_fraction < 1.0:
+            raise ValueError(f"eval_fraction {self.eval_fraction}: expected 0 <= f < 1")
+        if not self.shard_records and not self.shard_bytes:
+            raise ValueError("set shard_records or shard_bytes (or both)")
+        if self.memory_limit_mb < 64:
+            raise ValueError(f"memory_limit_mb {self.memory_limit_mb}: at least 64 is needed")
+
+    def policies(self) -> dict:
+        """What determines the output (the memory limit does not: see the module docstring)."""
+        return {k: v for k, v in asdict(self).items() if k != "memory_limit_mb"}
+
+
+# --- decisions -------------------------------------------------------------------------------------
+
+
+def truncation_outcome(finish_reason: str, policy: str) -> tuple[bool, bool]:
+    """(keep the sample?, its `truncated` flag) for a response under the truncated-response policy.
+
+    `keep` keeps cut-off responses as if complete (flag false; `finish_reason` still says "length"),
+    `drop` removes them, `mark` keeps them flagged so a trainer can filter or weight them."""
+    if finish_reason != "length":
+        return True, False
+    return policy != "drop", policy == "mark"
+
+
+def record_problem(rec: dict) -> str | None:
+    """Why a generation record cannot enter the corpus (the reason it is counted under), or None."""
+    try:
+        prompt, response = rec["input_ids"], rec["output_ids"]
+        sid, dataset = rec["sample_id"], rec["dataset"]
+        finish, completion, prompt_tokens = rec["finish_reason"], rec["completion_tokens"], rec["prompt_tokens"]
+    except (KeyError, TypeError):
+        return "missing_field"
+    if not isinstance(sid, str) or not isinstance(dataset, str) or any(c in sid + dataset for c in "\t\n"):
+        return "bad_sample_id"
+    if not isinstance(prompt, list) or not isinstance(response, list):
+        return "malformed_ids"
+    if not ({type(t) for t in prompt} | {type(t) for t in response}) <= {int}:
+        return "malformed_ids"
+    if not prompt:
+        return "empty_prompt"
+    if not response:
+        return "empty_response"
+    if finish not in FINISH_REASONS:
+        return "bad_finish_reason"
+    if completion != len(response):
+        return "completion_tokens_mismatch"
+    if prompt_tokens != len(prompt):
+        return "prompt_tokens_mismatch"
+    return None
+
+
+def content_key(prompt_ids: list[int], output_ids: list[int], seed: int) -> bytes:
+    """Seeded 128-bit hash of the token content; prompt and response are hashed apart (a token
+    moved across the boundary is a different sample)."""
+    h = hashlib.blake2b(digest_size=16, key=seed.to_bytes(8, "little", signed=True))
+    h.update(",".join(map(str, prompt_ids)).encode())
+    h.update(b"|")
+    h.update(",".join(map(str, output_ids)).encode())
+    return h.digest()
+
+
+def bucket_of(key: bytes, buckets: int) -> int:
+    """The bucket owning `key`: buckets are equal ranges of the key space, in key order."""
+    return (int.from_bytes(key[:8], "big") * buckets) >> 64
+
+
+def buckets_needed(input_bytes: int, memory_limit_mb: int) -> int:
+    per_bucket = memory_limit_mb * (1 << 20) // BUCKET_SHARE_OF_MEMORY
+    needed = max(1, math.ceil(input_bytes * CORPUS_BYTES_PER_INPUT_BYTE / per_bucket))
+    if needed > MAX_BUCKETS:
+        raise ValueError(f"{input_bytes} input bytes need {needed} buckets at {memory_limit_mb} MB; "
+                         f"at most {MAX_BUCKETS} are allowed: raise --memory-limit-mb")
+    return needed
+
+
+def is_eval(sample_id: str, seed: int, eval_fraction: float) -> bool:
+    """Whether a sample belongs to the eval split: a seeded hash of its id, below the fraction."""
+    h = hashlib.blake2b(sample_id.encode(), digest_size=8, key=b"split" + seed.to_bytes(8, "little", signed=True))
+    return int.from_bytes(h.digest(), "big") < eval_fraction * 2**64
+
+
+def length_stats(lengths: Counter) -> dict:
+    """Summary of a length distribution held as {length: count} (exact, and bounded by distinct lengths)."""
+    n = sum(lengths.values())
+    if n == 0:
+        return {"count": 0}
+    ordered = sorted(lengths.items())
+
+    def quantile(q: float) -> int:
+        rank = max(1, math.ceil(q * n))
+        seen = 0
+        for length, count in ordered:
+            seen += count
+            if seen >= rank:
+                return length
+        return ordered[-1][0]
+
+    total = sum(length * count for length, count in ordered)
+    return {
+        "count": n, "sum": total, "mean": round(total / n, 3), "min": ordered[0][0], "median": quantile(0.5),
+        "p90": quantile(0.9), "p99": quantile(0.99), "max": ordered[-1][0],
+        "share_over_1k": round(sum(c for l, c in ordered if l > 1000) / n, 6),
+        "share_over_5k": round(sum(c for l, c in ordered if l > 5000) / n, 6),
+    }
+
+
+# --- the two passes --------------------------------------------------------------------------------
+
+
+class DatasetTally:
+    def __init__(self) -> None:
+        self.input_records = 0
+        self.skipped: Counter = Counter()
+        self.dropped_truncated = 0
+        self.duplicates = 0
+        self.samples = 0
+        self.tokens = 0
+        self.truncated_in_corpus = 0
+        self.finish_reasons: Counter = Counter()
+        self.prompt_lengths: Counter = Counter()
+        self.response_lengths: Counter = Counter()
+        self.total_lengths: Counter = Counter()
+
+    def to_json(self) -> dict:
+        return {
+            "input_records": self.input_records, "skipped_by_reason": dict(sorted(self.skipped.items())),
+            "dropped_truncated": self.dropped_truncated, "duplicates_removed": self.duplicates,
+            "samples": self.samples, "tokens": self.tokens,
+            "prompt_tokens": sum(l * c for l, c in self.prompt_lengths.items()),
+            "response_tokens": sum(l * c for l, c in self.response_lengths.items()),
+            "truncated_in_corpus": self.truncated_in_corpus,
+            "finish_reasons": dict(sorted(self.finish_reasons.items())),
+            "lengths": {"prompt": length_stats(self.prompt_lengths), "response": length_stats(self.response_lengths),
+                        "total": length_stats(self.total_lengths)},
+        }
+
+
+def partition(files: list[Path], output_root: Path, bucket_files: list, settings: MergeSettings,
+              tallies: dict[str, DatasetTally]) -> list[dict]:
+    """Pass 1: every record to its bucket. Returns the input files' descriptions for the manifest."""
+    inputs = []
+    buckets = len(bucket_files)
+    for path in files:
+        records = unreadable = 0
+        try:
+            for rec in iter_records(path):
+                records += 1
+                problem = record_problem(rec)
+                dataset = rec.get("dataset") if isinstance(rec, dict) and isinstance(rec.get("dataset"), str) else path.parent.name
+                tally = tallies.setdefault(dataset, DatasetTally())
+                tally.input_records += 1
+                if problem:
+                    tally.skipped[problem] += 1
+                    continue
+                keep, truncated = truncation_outcome(rec["finish_reason"], settings.truncated)
+                if not keep:
+                    tally.dropped_truncated += 1
+                    continue
+                prompt, response = rec["input_ids"], rec["output_ids"]
+                key = content_key(prompt, response, settings.seed)
+                line = corpus.encode_record(rec["sample_id"], dataset, prompt, response, rec["finish_reason"], truncated)
+                head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
+                bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            # A complete but garbled line (a node crash mid-write): the generation writer cuts the
+            # file there on resume, so the merge reads the file up to it, the same records.
+            unreadable = 1
+            tallies.setdefault(path.parent.name, DatasetTally()).skipped["unparseable_line"] += 1
+        inputs.append({"path": str(path.relative_to(output_root)), "bytes": path.stat().st_size,
+                       "sha256": corpus.sha256_file(path), "records_read": records,
+                       "stopped_at_unparseable_line": bool(unreadable)})
+    return inputs
+
+
+def sort_bucket(path: Path, dedupe: bool):
+    """Pass 2 for one bucket: yield (header fields, corpus line) in key order, duplicates removed."""
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    lines.sort()
+    previous_key = None
+    for i, line in enumerate(lines):
+        lines[i] = None  # release each line once handed on: the bucket's memory drains as it is written
+        fields_ = line.split(b"\t", 7)
+        key = fields_[0]
+        duplicate = key == previous_key
+        previous_key = key
+        yield fields_, duplicate and dedupe
+
+
+def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, settings: MergeSettings,
+          log=print) -> dict:
+    """Run both passes and commit the corpus (manifest last). Returns the manifest."""
+    settings.check()
+    output_root, corpus_dir = Path(output_root), Path(corpus_dir)
+    files = record_files(output_root)
+    if not files:
+        raise FileNotFoundError(f"no generation output under {output_root}/generate/ (nothing to merge)")
+    input_bytes = sum(p.stat().st_size for p in files)
+    buckets = buckets_needed(input_bytes, settings.memory_limit_mb)
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    work = corpus_dir / ".merge-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    log(f"merge: {len(files)} files, {input_bytes / 1e6:.1f} MB, {buckets} buckets "
+        f"(memory limit {settings.memory_limit_mb} MB)")
+
+    tallies: dict[str, DatasetTally] = {}
+    bucket_paths = [work / f"bucket-{b:04d}" for b in range(buckets)]
+    handles = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
+    try:
+        inputs = partition(files, output_root, handles, settings, tallies)
+    finally:
+        for h in handles:
+            h.close()
+
+    writers = {split: corpus.ShardWriter(corpus_dir, split, settings.shard_records, settings.shard_bytes)
+               for split in corpus.SPLITS}
+    split_totals = {split: {"samples": 0, "tokens": 0} for split in corpus.SPLITS}
+    for path in bucket_paths:
+        for head, duplicate in sort_bucket(path, settings.dedupe):
+            _, sid, dataset, plen, rlen, truncated, finish, line = head
+            tally = tallies[dataset.decode()]
+            if duplicate:
+                tally.duplicates += 1
+                continue
+            sid = sid.decode()
+            plen, rlen = int(plen), int(rlen)
+            split = "eval" if is_eval(sid, settings.seed, settings.eval_fraction) else "train"
+            writers[split].write(line, plen + rlen)
+            split_totals[split]["samples"] += 1
+            split_totals[split]["tokens"] += plen + rlen
+            tally.samples += 1
+            tally.tokens += plen + rlen
+            tally.truncated_in_corpus += truncated == b"1"
+            tally.finish_reasons[finish.decode()] += 1
+            tally.prompt_lengths[plen] += 1
+            tally.response_lengths[rlen] += 1
+            tally.total_lengths[plen + rlen] += 1
+        path.unlink()
+    shards = writers["train"].close() + writers["eval"].close()
+
+    manifest = {
+        "version": corpus.CORPUS_VERSION,
+        "policies": settings.policies(),
+        "inputs": inputs,
+        "datasets": {name: tallies[name].to_json() for name in sorted(tallies)},
+        "splits": split_totals,
+        "samples": sum(t["samples"] for t in split_totals.values()),
+        "tokens": sum(t["tokens"] for t in split_totals.values()),
+        "shards": shards,
+    }
+    corpus.atomic_write_json(corpus_dir / corpus.MANIFEST_NAME, manifest)
+    remove_stale_shards(corpus_dir, {s["name"] for s in shards})
+    shutil.rmtree(work, ignore_errors=True)
+    log(f"merge: {manifest['samples']} samples, {manifest['tokens']} tokens "
+        f"(train {split_totals['train']['samples']}, eval {split_totals['eval']['samples']}) in {len(shards)} shards")
+    return manifest
+
+
+def remove_stale_shards(corpus_dir: Path, keep: set[str]) -> None:
+    """Shards of an earlier merge that the new manifest does not list (it may have had more)."""
+    for split in corpus.SPLITS:
+        for p in corpus_dir.glob(f"{split}-*.jsonl*"):
+            if p.name not in keep:
+                p.unlink()
+
+
+# --- command line ----------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output-root", required=True, help="the generation output root (holds generate/)")
+    parser.add_argument("--corpus-dir", help="where the corpus goes (default: OUTPUT_ROOT/corpus)")
+    parser.add_argument("--config", help="YAML or JSON file with merge settings (command-line options win)")
+    parser.add_argument("--truncated", choices=TRUNCATED_POLICIES, help="policy for finish_reason 'length' (default mark)")
+    parser.add_argument("--dedupe", action=argparse.BooleanOptionalAction, default=None,
+                        help="remove exact duplicates by token content (default on)")
+    parser.add_argument("--seed", type=int, help="shuffle, dedupe-hash and split seed (default 0)")
+    parser.add_argument("--eval-fraction", type=float, help="share of samples in the eval split (default 0.01)")
+    parser.add_argument("--shard-records", type=int, help="records per shard (default 100000; 0: no limit)")
+    parser.add_argument("--shard-bytes", type=int, help="bytes per shard (default 1 GiB; 0: no limit)")
+    parser.add_argument("--memory-limit-mb", type=int, help="memory the shuffle may use (default 512)")
+    parser.add_argument("--export", action="append", default=None, choices=["hf-parquet", "speculators-jsonl"],
+                        help="also write an export under CORPUS_DIR/exports/ (repeatable)")
+
+
+def settings_from(args: argparse.Namespace) -> tuple[MergeSettings, list[str]]:
+    """Defaults, overridden by the config file, overridden by the command line."""
+    values: dict = {}
+    exports: list[str] = []
+    if args.config:
+        import yaml  # JSON is YAML too
+
+        loaded = yaml.safe_load(Path(args.config).read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{args.config}: expected a mapping of merge settings")
+        known = {f.name for f in fields(MergeSettings)}
+        unknown = set(loaded) - known - {"export"}
+        if unknown:
+            raise ValueError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known | {'export'})}")
+        exports = list(loaded.pop("export", []) or [])
+        values.update(loaded)
+    for f in fields(MergeSettings):
+        v = getattr(args, f.name, None)
+        if v is not None:
+            values[f.name] = v or None if f.name.startswith("shard_") else v
+    if args.export is not None:
+        exports = args.export
+    return MergeSettings(**values), exports
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        settings, exports = settings_from(args)
+        corpus_dir = Path(args.corpus_dir or Path(args.output_root) / "corpus")
+        merge(args.output_root, corpus_dir, settings)
+        if exports:
+            from jobrunner import exports as exporters
+
+            for kind in exports:
+                path = exporters.export_corpus(corpus_dir, kind)
+                print(f"merge: export {kind} -> {path}")
+    except (ValueError, FileNotFoundError) as e:
+        print(f"jobrunner merge: error: {e}", file=sys.stderr)
+        return 2
+    return 0

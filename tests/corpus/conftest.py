@@ -1,0 +1,52 @@
+"""Fixtures for the corpus tests: generation output written by the real part writer."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobrunner import output
+
+
+def generation_record(dataset: str, row: int, prompt: list[int], response: list[int], finish: str = "stop") -> dict:
+    """A record with the fields of docs/contracts.md."""
+    return {
+        "sample_id": output.sample_id(dataset, row), "dataset": dataset, "row": row,
+        "input_ids": prompt, "output_ids": response, "finish_reason": finish,
+        "prompt_tokens": len(prompt), "completion_tokens": len(response), "prompt_class": "short",
+        "sampling_params": {"max_new_tokens": 64}, "rid": f"{dataset}-{row:09d}",
+        "timings": {"queued_s": 0.0, "e2e_s": 0.1, "finished_at": 1000.0 + row},
+    }
+
+
+def write_generation(root, records_by_part: dict[tuple[str, int], list[dict]]) -> None:
+    """Write records as generation replicas would: {(dataset, replica): [record, ...]}."""
+    for (dataset, replica), records in records_by_part.items():
+        w = output.PartWriter(root, dataset, replica)
+        for rec in records:
+            w.append_record(rec)
+        w.close()
+
+
+def synthetic_generation(root, datasets=("code", "math"), rows=60, replicas=2, seed=0) -> dict[str, list[dict]]:
+    """Deterministic varied output: lengths 1..40, every 7th row truncated; returns records by dataset."""
+    import random
+
+    rnd = random.Random(seed)
+    by_part: dict[tuple[str, int], list[dict]] = {}
+    by_dataset: dict[str, list[dict]] = {}
+    for d in datasets:
+        for row in range(rows):
+            prompt = [rnd.randrange(1, 1000) for _ in range(rnd.randint(1, 30))]
+            response = [rnd.randrange(1, 1000) for _ in range(rnd.randint(1, 40))]
+            rec = generation_record(d, row, prompt, response, "length" if row % 7 == 3 else "stop")
+            by_part.setdefault((d, row % replicas), []).append(rec)
+            by_dataset.setdefault(d, []).append(rec)
+    write_generation(root, by_part)
+    return by_dataset
+
+
+@pytest.fixture
+def gen_root(tmp_path):
+    root = tmp_path / "out"
+    synthetic_generation(root)
+    return root

@@ -1,0 +1,221 @@
+"""`jobrunner merge`: records, policies, dedupe, shuffle, split, shards, manifest, determinism."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from jobrunner import corpus, merge
+from jobrunner.cli import main as cli_main
+from jobrunner.output import part_path
+from tests.corpus.conftest import generation_record, synthetic_generation, write_generation
+
+
+def run_merge(root, out=None, **kw) -> tuple[dict, list[dict]]:
+    out = out or root / "corpus"
+    manifest = merge.merge(root, out, merge.MergeSettings(**kw), log=lambda *_: None)
+    return manifest, list(corpus.iter_corpus(out))
+
+
+def shard_bytes(corpus_dir) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(corpus_dir.iterdir()) if p.is_file()}
+
+
+# --- decisions -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy, finish, expected", [
+    ("keep", "length", (True, False)), ("drop", "length", (False, False)), ("mark", "length", (True, True)),
+    ("keep", "stop", (True, False)), ("drop", "stop", (True, False)), ("mark", "stop", (True, False)),
+])
+def test_truncation_outcome(policy, finish, expected):
+    assert merge.truncation_outcome(finish, policy) == expected
+
+
+def test_record_problem_reasons():
+    good = generation_record("d", 1, [1, 2], [3])
+    assert merge.record_problem(good) is None
+    assert merge.record_problem({**good, "completion_tokens": 2}) == "completion_tokens_mismatch"
+    assert merge.record_problem({**good, "prompt_tokens": 5}) == "prompt_tokens_mismatch"
+    assert merge.record_problem({**good, "output_ids": [], "completion_tokens": 0}) == "empty_response"
+    assert merge.record_problem({**good, "output_ids": [1.5], "completion_tokens": 1}) == "malformed_ids"
+    assert merge.record_problem({**good, "finish_reason": "abort"}) == "bad_finish_reason"
+    assert merge.record_problem({k: v for k, v in good.items() if k != "input_ids"}) == "missing_field"
+    assert merge.record_problem([1, 2]) == "missing_field"
+
+
+def test_bucket_ranges_keep_key_order():
+    keys = sorted(bytes([i, 255 - i]) + b"\0" * 14 for i in range(256))
+    for n in (1, 3, 16, 1000):
+        assert [merge.bucket_of(k, n) for k in keys] == sorted(merge.bucket_of(k, n) for k in keys)
+        assert all(0 <= merge.bucket_of(k, n) < n for k in keys)
+
+
+def test_buckets_needed_grows_with_input_and_refuses_too_many():
+    assert merge.buckets_needed(1000, 512) == 1
+    assert merge.buckets_needed(2 << 30, 512) == 24
+    with pytest.raises(ValueError, match="memory-limit"):
+        merge.buckets_needed(1 << 40, 64)
+
+
+def test_split_fraction_is_close_and_stable():
+    ids = [f"d/{i:09d}" for i in range(20000)]
+    share = sum(merge.is_eval(s, 7, 0.1) for s in ids) / len(ids)
+    assert 0.09 < share < 0.11
+    assert [merge.is_eval(s, 7, 0.1) for s in ids[:100]] == [merge.is_eval(s, 7, 0.1) for s in ids[:100]]
+    assert not any(merge.is_eval(s, 7, 0.0) for s in ids)
+    assert [merge.is_eval(s, 1, 0.5) for s in ids[:200]] != [merge.is_eval(s, 2, 0.5) for s in ids[:200]]
+
+
+def test_length_stats_exact_quantiles():
+    s = merge.length_stats(Counter({10: 50, 2000: 40, 6000: 10}))
+    assert s["count"] == 100 and s["median"] == 10 and s["p90"] == 2000 and s["p99"] == 6000
+    assert s["share_over_1k"] == 0.5 and s["share_over_5k"] == 0.1 and s["mean"] == (500 + 80000 + 60000) / 100
+
+
+# --- the corpus ------------------------------------------------------------------------------------
+
+def test_records_carry_whole_sequence_and_mask(gen_root):
+    by_dataset = synthetic_generation(gen_root.parent / "again")  # the same records as gen_root holds
+    _, records = run_merge(gen_root, truncated="keep", eval_fraction=0.0)
+    source = {r["sample_id"]: r for rs in by_dataset.values() for r in rs}
+    assert len(records) == len(source)
+    for r in records:
+        g = source[r["sample_id"]]
+        assert r["input_ids"] == g["input_ids"] + g["output_ids"]
+        assert r["loss_mask"] == [0] * len(g["input_ids"]) + [1] * len(g["output_ids"])
+        assert r["prompt_len"] == len(g["input_ids"])
+        assert r["dataset"] == g["dataset"] and r["finish_reason"] == g["finish_reason"]
+        assert r["truncated"] is False
+
+
+def test_shuffle_is_a_permutation_and_seeded(gen_root):
+    _, a = run_merge(gen_root, eval_fraction=0.0, seed=1)
+    _, b = run_merge(gen_root, out=gen_root / "c2", eval_fraction=0.0, seed=2)
+    ids_a, ids_b = [r["sample_id"] for r in a], [r["sample_id"] for r in b]
+    assert sorted(ids_a) == sorted(ids_b) and len(set(ids_a)) == len(ids_a) == 120
+    assert ids_a != ids_b
+    assert ids_a != sorted(ids_a)
+
+
+def test_truncation_policies(gen_root):
+    m_keep, keep = run_merge(gen_root, truncated="keep", eval_fraction=0.0)
+    m_drop, drop = run_merge(gen_root, out=gen_root / "d", truncated="drop", eval_fraction=0.0)
+    m_mark, mark = run_merge(gen_root, out=gen_root / "m", truncated="mark", eval_fraction=0.0)
+    n_length = sum(r["finish_reason"] == "length" for r in keep)
+    assert n_length == 2 * 9  # rows 3, 10, ..., 59 of each dataset
+    assert len(drop) == len(keep) - n_length and all(r["finish_reason"] == "stop" for r in drop)
+    assert m_drop["datasets"]["code"]["dropped_truncated"] == 9
+    assert [r["sample_id"] for r in mark] == [r["sample_id"] for r in keep]
+    assert all(r["truncated"] == (r["finish_reason"] == "length") for r in mark)
+    assert not any(r["truncated"] for r in keep)
+    assert m_mark["datasets"]["math"]["truncated_in_corpus"] == 9
+
+
+def test_dedupe_by_token_content_keeps_smallest_id(tmp_path):
+    root = tmp_path / "out"
+    same = ([5, 6, 7], [8, 9])
+    write_generation(root, {
+        ("a", 0): [generation_record("a", 4, *same), generation_record("a", 5, [5, 6], [7, 8, 9])],
+        ("a", 1): [generation_record("a", 2, *same)],
+        ("b", 0): [generation_record("b", 0, *same), generation_record("b", 1, [1], [2])],
+    })
+    manifest, records = run_merge(root, eval_fraction=0.0)
+    # [5,6]+[7,8,9] has the same concatenation but another prompt/response boundary: not a duplicate.
+    assert sorted(r["sample_id"] for r in records) == ["a/000000002", "a/000000005", "b/000000001"]
+    assert manifest["datasets"]["a"]["duplicates_removed"] == 1
+    assert manifest["datasets"]["b"]["duplicates_removed"] == 1
+    _, kept_all = run_merge(root, out=tmp_path / "nd", eval_fraction=0.0, dedupe=False)
+    assert len(kept_all) == 5
+
+
+def test_split_ratio_and_disjoint(tmp_path):
+    root = tmp_path / "out"
+    synthetic_generation(root, datasets=("x",), rows=2000, replicas=1)
+    manifest, _ = run_merge(root, eval_fraction=0.2, shard_records=300)
+    train = [r["sample_id"] for r in corpus.iter_corpus(root / "corpus", "train")]
+    ev = [r["sample_id"] for r in corpus.iter_corpus(root / "corpus", "eval")]
+    assert not set(train) & set(ev) and len(train) + len(ev) == 2000
+    assert 0.17 < len(ev) / 2000 < 0.23
+    assert manifest["splits"]["eval"]["samples"] == len(ev)
+    assert all(merge.is_eval(s, 0, 0.2) for s in ev)
+
+
+def test_shards_by_records_and_by_bytes(gen_root):
+    m, records = run_merge(gen_root, eval_fraction=0.0, shard_records=25, shard_bytes=None)
+    assert [s["records"] for s in m["shards"]] == [25, 25, 25, 25, 20]
+    m2, records2 = run_merge(gen_root, out=gen_root / "b", eval_fraction=0.0, shard_records=None, shard_bytes=4000)
+    assert len(m2["shards"]) > 2 and all(s["bytes"] < 4000 + 1000 for s in m2["shards"])
+    assert records2 == records  # sharding changes files, not the corpus
+
+
+def test_manifest_checksums_and_counts(gen_root):
+    m, records = run_merge(gen_root, eval_fraction=0.1, shard_records=40)
+    out = gen_root / "corpus"
+    for s in m["shards"]:
+        assert corpus.sha256_file(out / s["name"]) == s["sha256"]
+        assert sum(1 for _ in open(out / s["name"], "rb")) == s["records"]
+    for i in m["inputs"]:
+        assert corpus.sha256_file(gen_root / i["path"]) == i["sha256"]
+    assert len(m["inputs"]) == 4 and sum(i["records_read"] for i in m["inputs"]) == 120
+    assert m["samples"] == len(records) == sum(d["samples"] for d in m["datasets"].values())
+    assert m["tokens"] == sum(len(r["input_ids"]) for r in records)
+    code = m["datasets"]["code"]
+    assert code["tokens"] == code["prompt_tokens"] + code["response_tokens"]
+    assert code["lengths"]["response"]["count"] == code["samples"]
+    assert m["policies"] == {"truncated": "mark", "dedupe": True, "seed": 0, "eval_fraction": 0.1,
+                             "shard_records": 40, "shard_bytes": 1 << 30}
+
+
+def test_rerun_is_byte_identical_and_independent_of_memory_limit(gen_root, tmp_path):
+    run_merge(gen_root, shard_records=30)
+    first = shard_bytes(gen_root / "corpus")
+    run_merge(gen_root, shard_records=30)
+    assert shard_bytes(gen_root / "corpus") == first
+    # Many buckets (a tiny memory limit would need them on a big corpus) give the same bytes.
+    settings = merge.MergeSettings(shard_records=30)
+    orig = merge.buckets_needed
+    try:
+        merge.buckets_needed = lambda *_: 37
+        merge.merge(gen_root, tmp_path / "many", settings, log=lambda *_: None)
+    finally:
+        merge.buckets_needed = orig
+    assert shard_bytes(tmp_path / "many") == first
+
+
+def test_rerun_with_fewer_shards_removes_stale_ones(gen_root):
+    run_merge(gen_root, eval_fraction=0.0, shard_records=10)
+    m, _ = run_merge(gen_root, eval_fraction=0.0, shard_records=100)
+    assert sorted(p.name for p in (gen_root / "corpus").glob("*.jsonl")) == sorted(s["name"] for s in m["shards"])
+
+
+def test_bad_records_and_torn_tail_are_counted_not_fatal(tmp_path):
+    root = tmp_path / "out"
+    write_generation(root, {("d", 0): [generation_record("d", 0, [1], [2]), generation_record("d", 1, [1], [3])]})
+    path = part_path(root, "d", 0)
+    bad = generation_record("d", 2, [1], [4])
+    bad["completion_tokens"] = 7
+    with open(path, "ab") as f:
+        f.write((json.dumps(bad) + "\n").encode())
+        f.write(b'{"sample_id": "d/000000003", "dataset"')  # torn tail: ignored by the reader
+    m, records = run_merge(root, eval_fraction=0.0)
+    assert len(records) == 2
+    assert m["datasets"]["d"]["skipped_by_reason"] == {"completion_tokens_mismatch": 1}
+    with open(path, "ab") as f:
+        f.write(b'garbled\n' + (json.dumps(generation_record("d", 9, [1], [9])) + "\n").encode())
+    m, records = run_merge(root, eval_fraction=0.0)
+    assert len(records) == 2 and m["datasets"]["d"]["skipped_by_reason"]["unparseable_line"] == 1
+    assert m["inputs"][0]["stopped_at_unparseable_line"]
+
+
+def test_cli_config_file_and_overrides(gen_root, tmp_path, capsys):
+    cfg = tmp_path / "merge.yaml"
+    cfg.write_text("truncated: drop\nseed: 3\neval_fraction: 0.0\nshard_records: 50\n")
+    assert cli_main(["merge", "--output-root", str(gen_root), "--config", str(cfg), "--seed", "4"]) == 0
+    m = corpus.read_manifest(gen_root / "corpus")
+    assert m["policies"]["truncated"] == "drop" and m["policies"]["seed"] == 4 and m["policies"]["shard_records"] == 50
+    cfg.write_text("trunctated: drop\n")
+    assert cli_main(["merge", "--output-root", str(gen_root), "--config", str(cfg)]) == 2
+    assert "unknown settings" in capsys.readouterr().err
+    assert cli_main(["merge", "--output-root", str(tmp_path / "nothing")]) == 2
