@@ -159,6 +159,12 @@ def response_token_ids(key: int, n: int, vocab_size: int, eos_token_id: int, end
     return ids
 
 
+def fault_for(config: "SimConfig", key: str) -> str | None:
+    """The fault injected into the /generate request keyed `key` (its first rid): a function of
+    the seed and the rid only, so a run replays the same faults whatever the arrival order."""
+    return choose_fault(config.faults, seeded_rng(config.seed, "fault", key).random())
+
+
 def prefix_matches(rid: str, given: str) -> bool:
     """SGLang's scheduler aborts every request whose rid starts with the given one."""
     return rid.startswith(given)
@@ -501,9 +507,7 @@ class Simulator:
                 self._stats.rejected += 1
                 return _error(400, {"error": {"message": f"Duplicate request ID detected: {rid}"}})
 
-        # keyed by the client's rid, so a run replays the same faults whatever the arrival order
-        fault_key = rids[0] if body.get("rid") is not None else f"#{self._stats.requests}"
-        fault = choose_fault(cfg.faults, seeded_rng(cfg.seed, "fault", fault_key).random())
+        fault = fault_for(cfg, rids[0] if body.get("rid") is not None else f"#{self._stats.requests}")
         if fault is not None:
             self._stats.faults[fault] += 1
         if fault == "http_500":

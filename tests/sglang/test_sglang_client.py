@@ -1,0 +1,188 @@
+"""SGLangClient against the simulator (and two tiny misbehaving servers)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from aiohttp import web
+
+from jobrunner.sglang_client import (
+    BadRequest,
+    InvalidResponse,
+    InvalidSamplingParams,
+    RequestFailed,
+    RetryPolicy,
+    SGLangClient,
+    ServerNotReady,
+    make_rid,
+    retry_rid,
+)
+from jobrunner.simulator import SimConfig, FaultRates, fault_for
+
+FAST = dict(per_request_tps=5000.0, capacity_tps=1e6, tick_s=0.005)
+QUICK_RETRY = RetryPolicy(max_attempts=8, base_delay_s=0.01, max_delay_s=0.05, max_elapsed_s=30, seed=0)
+LONG = dict(profile="fixed:100000", per_request_tps=500, context_len=200_000)
+
+
+@pytest.fixture
+async def clients():
+    made: list[SGLangClient] = []
+
+    def _make(url, **kwargs):
+        kwargs.setdefault("retry", QUICK_RETRY)
+        client = SGLangClient(url, **kwargs)
+        made.append(client)
+        return client
+
+    yield _make
+    for c in made:
+        await c.aclose()
+
+
+async def _serve(app: web.Application):
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def test_generate_returns_a_result(start_sim, clients):
+    _, url = await start_sim(profile="fixed:12", **FAST)
+    client = clients(url)
+    rid = make_rid("run", "ds/000000001", 0)
+    r = await client.generate([5, 6, 7], {"max_new_tokens": 64, "temperature": 0.7}, rid)
+    assert (r.finish_reason, r.completion_tokens, len(r.output_ids), r.prompt_tokens) == ("stop", 12, 12, 3)
+    assert (r.rid, r.attempts) == (rid, 1) and r.meta["id"] == rid
+    info = await client.model_info()
+    assert info.max_model_len == 16_384
+
+
+@pytest.mark.parametrize("fault", ["http_503", "http_500", "reset"])
+async def test_retries_flaky_server_until_success(start_sim, clients, fault):
+    sim, url = await start_sim(profile="fixed:5", faults={fault: 0.5}, seed=11, **FAST)
+    client = clients(url)
+    results = await asyncio.gather(*(client.generate([i], {"max_new_tokens": 8}, make_rid("run", f"d/{i}", 0)) for i in range(16)))
+    assert all(r.finish_reason == "stop" and r.completion_tokens == 5 for r in results)
+    assert sim.stats.faults[fault] > 0
+    assert max(r.attempts for r in results) > 1
+    assert sim.stats.completed == 16
+
+
+async def test_gives_up_after_max_attempts(start_sim, clients):
+    sim, url = await start_sim(faults={"http_500": 1.0}, **FAST)
+    client = clients(url, retry=RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02, seed=0))
+    with pytest.raises(RequestFailed) as err:
+        await client.generate([1], None, make_rid("run", "x", 0))
+    assert err.value.attempts == 3 and err.value.last_error == 500
+    assert sim.stats.faults["http_500"] == 3
+
+
+async def test_server_400_is_not_retried(start_sim, clients):
+    sim, url = await start_sim(context_len=32, **FAST)
+    client = clients(url)
+    with pytest.raises(BadRequest, match="maximum context length") as err:
+        await client.generate(list(range(20)), {"max_new_tokens": 20}, make_rid("run", "x", 0))
+    assert err.value.status == 400
+    assert sim.stats.rejected == 1
+
+
+async def test_bad_sampling_params_fail_before_sending(start_sim, clients):
+    sim, url = await start_sim(**FAST)
+    client = clients(url)
+    with pytest.raises(InvalidSamplingParams, match="max_tokens"):
+        await client.generate([1], {"max_tokens": 5}, make_rid("run", "x", 0))
+    assert sim.stats.rejected == 0 and sim.stats.requests == 0
+
+
+async def test_response_with_prompt_in_output_ids_is_rejected(clients):
+    async def buggy(request):
+        return web.json_response({"text": "", "output_ids": [1, 2, 3, 4], "meta_info": {
+            "id": "r", "finish_reason": {"type": "stop", "matched": 4}, "prompt_tokens": 2, "completion_tokens": 2}})
+
+    app = web.Application()
+    app.router.add_post("/generate", buggy)
+    runner, url = await _serve(app)
+    try:
+        with pytest.raises(InvalidResponse):
+            await clients(url).generate([1, 2], None, make_rid("run", "x", 0))
+    finally:
+        await runner.cleanup()
+
+
+async def test_wait_ready_through_refused_port_and_warmup(start_sim, clients):
+    _, url = await start_sim(startup_delay_s=0.4, warmup_s=0.3, **FAST)
+    started = time.monotonic()
+    await clients(url).wait_ready(10, poll_interval_s=0.05)
+    assert time.monotonic() - started >= 0.6
+
+
+async def test_wait_ready_times_out_with_a_clear_error(start_sim, clients):
+    _, url = await start_sim(startup_delay_s=30, **FAST)
+    with pytest.raises(ServerNotReady, match="not ready after"):
+        await clients(url).wait_ready(0.4, poll_interval_s=0.05)
+
+
+async def test_wait_ready_falls_back_to_health_generate_on_old_servers(clients):
+    calls = []
+
+    async def health(request):
+        calls.append(request.path)
+        return web.Response(status=503 if len(calls) < 2 else 200)
+
+    app = web.Application()
+    app.router.add_get("/health_generate", health)
+    runner, url = await _serve(app)
+    try:
+        await clients(url).wait_ready(5, poll_interval_s=0.02)
+    finally:
+        await runner.cleanup()
+    assert calls == ["/health_generate", "/health_generate"]
+
+
+async def test_abort_in_flight_request_returns_abort(start_sim, clients):
+    sim, url = await start_sim(**LONG)
+    client = clients(url)
+    rid = make_rid("run", "x", 0)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
+    await asyncio.sleep(0.2)
+    await client.abort(rid)
+    result = await task
+    assert result.finish_reason == "abort" and result.completion_tokens == len(result.output_ids) > 0
+    assert sim.stats.tokens_generated_after_abort == 0
+
+
+async def test_abort_reaches_the_retry_rid(start_sim, clients):
+    config = SimConfig(seed=5, faults=FaultRates(http_503=0.5))
+    rid = next(r for r in (make_rid("run", f"d/{i}", 0) for i in range(200))
+               if fault_for(config, r) == "http_503" and fault_for(config, retry_rid(r, 1)) is None)
+    sim, url = await start_sim(seed=5, faults={"http_503": 0.5}, **LONG)
+    client = clients(url)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
+    deadline = time.monotonic() + 5
+    while sim.stats.running == 0:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    await client.abort(rid)
+    result = await task
+    assert (result.finish_reason, result.rid, result.attempts) == ("abort", retry_rid(rid, 1), 2)
+
+
+async def test_cancelled_generate_leaks_no_connection(start_sim, clients):
+    sim, url = await start_sim(**LONG)
+    client = clients(url, max_connections=1)
+    rid = make_rid("run", "x", 0)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await client.abort(rid)  # the caller's duty after a cancel
+    # the single pooled connection is free again: the next call gets through
+    r = await asyncio.wait_for(client.generate([2], {"max_new_tokens": 3}, make_rid("run", "y", 0)), 5)
+    assert r.finish_reason == "length"
+    stats = sim.stats
+    assert stats.aborted == 1 and stats.running == 0
