@@ -1,0 +1,460 @@
+"""The generation engine: datasets in order, class concurrency, budgets, abort at the server.
+
+Per dataset, in the configured order:
+
+- a dataset already at or over its budget (own durable tokens + the coordinator's count from other
+  replicas), at its sample cap, or stopped by the coordinator, is skipped on start;
+- rows are read and tokenized on one worker thread (`prepared_prompts`), a chunk ahead, so the
+  event loop only sends requests and writes records; rows already done (written or skipped) are
+  passed over before tokenization;
+- each prompt waits for a slot of its class (short/long, shared by all datasets) and for the
+  dataset's own limit, then runs as an asyncio Task;
+- when a completed response makes the dataset's total reach its budget (or cap), or the
+  coordinator stops it, dispatch stops, every in-flight request of the dataset is aborted at the
+  server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
+  (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
+  reference run's early stop hung);
+- when a dataset runs out of rows, the next dataset starts at once while the last requests of the
+  previous one finish: the class slots are shared, so the GPUs stay full across the switch.
+
+A 400 for one sample (or a response that breaks the contract) is recorded as a skipped row with its
+reason. A request that fails after the client's retries, or that the server aborted on its own, is
+not recorded: its row is generated again on the next run, and the process exits with
+`EXIT_RETRY_LATER` so that a Job restarts it. SIGTERM stops dispatch, aborts in flight, syncs and
+exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+
+from jobrunner import budget
+from jobrunner.config import DatasetConfig, GenerateConfig
+from jobrunner.coordination import Coordinator, FileCoordinator
+from jobrunner.datasets import read_rows
+from jobrunner.output import PartWriter, sample_id
+from jobrunner.prompts import Prompt, PromptPreparer, load_tokenizer
+from jobrunner.sglang_client import (
+    BadRequest, InvalidResponse, RequestFailed, RetryPolicy, SGLangClient, SGLangError, make_rid,
+)
+from jobrunner.stats import RateMeter
+
+log = logging.getLogger("jobrunner.generate")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_RETRY_LATER = 75  # EX_TEMPFAIL: rows left unfinished by transient failures; run again to resume
+
+# Consecutive requests failing after all retries before the run gives up (the server is gone).
+MAX_CONSECUTIVE_FAILURES = 20
+
+
+def replica_sample_cap(sample_cap: int | None, replicas: int, replica: int) -> int | None:
+    """This replica's share of a dataset's sample cap: the shares add up to the cap exactly."""
+    if sample_cap is None:
+        return None
+    return sample_cap // replicas + (1 if replica < sample_cap % replicas else 0)
+
+
+def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, failed: bool) -> int:
+    """The process exit status: 0 when every dataset got what it could (or on SIGTERM), 75 when
+    transient failures left rows to redo, 1 when the run failed."""
+    if failed:
+        return EXIT_FAILED
+    if shutdown:
+        return EXIT_OK
+    if transient_failures and any(s != "BudgetMet" for s in states.values()):
+        return EXIT_RETRY_LATER
+    return EXIT_OK
+
+
+def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
+    return {**dataset.sampling_params, "max_new_tokens": prompt.max_new_tokens}
+
+
+async def prepared_prompts(
+    rows: Iterator, prepare: Callable, is_done: Callable[[int], bool],
+    executor: concurrent.futures.Executor, chunk: int = 64,
+) -> AsyncIterator:
+    """Rows prepared on `executor` (reading and tokenizing never run on the event loop), a chunk
+    ahead of the consumer; rows for which `is_done(row)` holds are passed over untokenized."""
+    loop = asyncio.get_running_loop()
+    todo = (prepare(r) for r in rows if not is_done(r.row))
+
+    def next_chunk() -> list:
+        return list(itertools.islice(todo, chunk))
+
+    pending = loop.run_in_executor(executor, next_chunk)
+    try:
+        while True:
+            items = await pending
+            if not items:
+                return
+            pending = loop.run_in_executor(executor, next_chunk)
+            for item in items:
+                yield item
+    finally:
+        pending.cancel()
+
+
+@dataclass
+class DatasetRun:
+    """The live state of one dataset in this process."""
+
+    config: DatasetConfig
+    writer: PartWriter
+    sample_cap: int | None
+    in_flight: dict[int, tuple[asyncio.Task, str]] = field(default_factory=dict)  # row -> (task, rid)
+    tokens_elsewhere: int = 0
+    stopped_externally: bool = False
+    started: bool = False
+    rows_exhausted: bool = False
+    stopping: bool = False  # dispatch stopped and in-flight aborted
+    transient_failures: int = 0
+    rate: RateMeter = field(default_factory=RateMeter)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def tokens(self) -> int:
+        """Tokens counted against the budget: own written ones plus the other replicas' published ones."""
+        return self.writer.totals.completion_tokens + self.tokens_elsewhere
+
+    def is_done(self) -> bool:
+        return budget.is_dataset_done(self.config.budget_tokens, self.tokens, self.sample_cap,
+                                      self.writer.totals.records, self.stopped_externally)
+
+    def should_dispatch(self) -> bool:
+        return not self.stopping and budget.should_dispatch(
+            self.config.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
+            len(self.in_flight), self.stopped_externally)
+
+    def state(self) -> str:
+        exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0
+        return budget.dataset_state(self.config.budget_tokens, self.tokens, self.sample_cap,
+                                    self.writer.totals.records, started=self.started, exhausted=exhausted,
+                                    stopped=self.stopped_externally)
+
+    def progress(self, now: float) -> dict:
+        """Published totals: the durable ones only (the writer's last sync)."""
+        durable = self.writer.durable
+        rate = self.rate.rate(now)
+        return {
+            "state": self.state(),
+            "completion_tokens": durable.completion_tokens,
+            "samples": durable.records,
+            "skipped": durable.skipped,
+            "skipped_by_reason": dict(durable.skipped_by_reason),
+            "truncated": durable.finish_reasons.get("length", 0),
+            "budget_tokens": self.config.budget_tokens,
+            "tokens_per_second": round(rate, 1),
+            "eta_s": budget.eta_seconds(self.config.budget_tokens, self.tokens, rate),
+            "in_flight": len(self.in_flight),
+        }
+
+
+class Engine:
+    def __init__(self, config: GenerateConfig, client: SGLangClient, coordinator: Coordinator,
+                 tokenizer=None, context_length: int | None = None):
+        self.config = config
+        self.client = client
+        self.coordinator = coordinator
+        self.tokenizer = tokenizer
+        self.context_length = context_length
+        # A fresh part per process in every rid: a request of a killed predecessor may still run
+        # on the server under the old rid, and a duplicate rid is a 400.
+        self.run_key = f"{config.run_id}/r{config.replica}/{uuid.uuid4().hex[:12]}"
+        self.classes = {c.name: c for c in config.prompt_class_table()}
+        self.class_in_flight = {name: 0 for name in self.classes}
+        self.runs: list[DatasetRun] = []
+        self._changed = asyncio.Event()
+        self._shutdown = False
+        self._failed: str | None = None
+        self._consecutive_failures = 0
+        self._abort_tasks: set[asyncio.Task] = set()
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
+
+    # ---- waiting ------------------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        self._changed.set()
+
+    async def _wait_until(self, predicate: Callable[[], bool]) -> None:
+        # Single-threaded: nothing can change between the check and the clear.
+        while not predicate():
+            self._changed.clear()
+            await self._changed.wait()
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        cfg = self.config
+        await self.client.wait_ready(cfg.startup_timeout_s)
+        if self.context_length is None:
+            self.context_length = cfg.context.length or (await self.client.model_info()).max_model_len
+            if not self.context_length:
+                raise SGLangError("the server did not report max_model_len; set context.length")
+        for d in cfg.datasets:
+            writer = PartWriter(cfg.output_root, d.name, cfg.replica)
+            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica)))
+        self._refresh_coordination()
+        publisher = asyncio.create_task(self._publish_loop())
+        try:
+            for run in self.runs:
+                if self._shutdown or self._failed:
+                    break
+                if run.is_done():
+                    log.info("%s: at its budget already (%d/%d tokens), skipped", run.name, run.tokens,
+                             run.config.budget_tokens)
+                    run.stopping = True
+                    continue
+                await self._feed(run)
+            await self._wait_until(lambda: not any(r.in_flight for r in self.runs))
+        finally:
+            if self._shutdown or self._failed:
+                await self._abort_everything()
+            await self._drain_aborts()
+            publisher.cancel()
+            await asyncio.gather(publisher, return_exceptions=True)
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._publish(finished=True)
+            for run in self.runs:
+                run.writer.close()
+        if self._failed:
+            log.error("generation failed: %s", self._failed)
+        states = {r.name: r.state() for r in self.runs}
+        return exit_code(states, sum(r.transient_failures for r in self.runs), self._shutdown, bool(self._failed))
+
+    def request_shutdown(self) -> None:
+        """SIGTERM: stop dispatching; the run then aborts what is in flight and returns."""
+        self._shutdown = True
+        for run in self.runs:
+            self._stop(run)
+        self._notify()
+
+    # ---- dispatch -----------------------------------------------------------------------------
+
+    async def _feed(self, run: DatasetRun) -> None:
+        d = run.config
+        run.started = True
+        preparer = PromptPreparer(
+            tokenizer=self.tokenizer, template_kwargs=self.config.template_kwargs_for(d),
+            classes=list(self.classes.values()), context_length=self.context_length,
+            policy=self.config.context.policy, min_room=self.config.context.min_room_tokens,
+            class_override=d.prompt_class, max_new_tokens_override=d.max_new_tokens,
+        )
+        rows = read_rows(d.path, d.format, pretokenized=d.pretokenized,
+                         replica=self.config.replica, replicas=self.config.replicas)
+        prompts = prepared_prompts(rows, preparer.prepare, run.writer.is_done, self._executor)
+        try:
+            async for item in prompts:
+                if not isinstance(item, Prompt):
+                    run.writer.append_skip(item.row, item.reason, item.detail)
+                    continue
+                ready_at = time.monotonic()
+                await self._wait_until(lambda: self._can_dispatch(run, item) or not self._wants_more(run))
+                if not self._wants_more(run):
+                    return
+                self._dispatch(run, item, time.monotonic() - ready_at)
+            run.rows_exhausted = True
+        finally:
+            await prompts.aclose()
+
+    def _wants_more(self, run: DatasetRun) -> bool:
+        """False once the dataset is done for this process (budget, cap, stop, shutdown, failure)."""
+        if run.stopping or self._shutdown or self._failed:
+            return False
+        if run.is_done():
+            self._stop(run)
+            return False
+        return True
+
+    def _can_dispatch(self, run: DatasetRun, prompt: Prompt) -> bool:
+        cls = self.classes[prompt.prompt_class]
+        if self.class_in_flight[cls.name] >= cls.concurrency:
+            return False
+        if run.config.concurrency is not None and len(run.in_flight) >= run.config.concurrency:
+            return False
+        return run.should_dispatch()
+
+    def _dispatch(self, run: DatasetRun, prompt: Prompt, queued_s: float) -> None:
+        rid = make_rid(self.run_key, sample_id(run.name, prompt.row), 0)
+        task = asyncio.create_task(self._request(run, prompt, rid, queued_s), name=rid)
+        run.in_flight[prompt.row] = (task, rid)
+        self.class_in_flight[prompt.prompt_class] += 1
+        # A done callback, not a `finally`: a Task cancelled before its first step never enters
+        # its body, but its callbacks always run.
+        task.add_done_callback(lambda _t: self._finished(run, prompt))
+
+    def _finished(self, run: DatasetRun, prompt: Prompt) -> None:
+        run.in_flight.pop(prompt.row, None)
+        self.class_in_flight[prompt.prompt_class] -= 1
+        self._notify()
+
+    async def _request(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
+        params = sampling_params_for(run.config, prompt)
+        started = time.monotonic()
+        try:
+            result = await self.client.generate(prompt.input_ids, params, rid, **run.config.extra_request_fields)
+        except BadRequest as e:
+            self._consecutive_failures = 0
+            run.writer.append_skip(prompt.row, f"http_{e.status}", e.message)
+        except InvalidResponse as e:
+            self._consecutive_failures = 0
+            run.writer.append_skip(prompt.row, "invalid_response", str(e))
+        except RequestFailed as e:
+            self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: {e}")
+        except Exception as e:  # anything unexpected: keep the row for the next run, say why
+            log.exception("%s: request failed", sample_id(run.name, prompt.row))
+            self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: {type(e).__name__}: {e}")
+        else:
+            self._consecutive_failures = 0
+            if result.finish_reason == "abort":
+                # Aborted by the server on its own (our own aborts come with a cancelled Task,
+                # whose answer is never read): not a response; the next run generates the row again.
+                if not run.stopping:
+                    self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: aborted by the server")
+            else:
+                self._write(run, prompt, params, result, queued_s, time.monotonic() - started)
+
+    def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float) -> None:
+        now = time.time()
+        run.writer.append_record({
+            "sample_id": sample_id(run.name, prompt.row),
+            "dataset": run.name,
+            "row": prompt.row,
+            "input_ids": prompt.input_ids,
+            "output_ids": result.output_ids,
+            "finish_reason": result.finish_reason,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "prompt_class": prompt.prompt_class,
+            "sampling_params": params,
+            "rid": result.rid,
+            "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
+        })
+        run.rate.add(time.monotonic(), budget.kept_tokens(result.finish_reason, result.completion_tokens))
+        if run.is_done():
+            self._stop(run)
+
+    def _transient_failure(self, run: DatasetRun, message: str) -> None:
+        run.transient_failures += 1
+        self._consecutive_failures += 1
+        log.warning("%s (left for the next run)", message)
+        if self._consecutive_failures >= MAX_CONSECUTIVE_FAILURES and not self._failed:
+            self._failed = f"{self._consecutive_failures} requests in a row failed after retries; last: {message}"
+            for r in self.runs:
+                self._stop(r)
+
+    # ---- stopping -----------------------------------------------------------------------------
+
+    def _stop(self, run: DatasetRun) -> None:
+        """Stop a dataset now: no more dispatch, every in-flight request aborted at the server and
+        its Task cancelled. Synchronous, so no completion can slip in between the decision and it."""
+        if run.stopping:
+            return
+        run.stopping = True
+        rids = []
+        for task, rid in run.in_flight.values():
+            if not task.done():
+                task.cancel()
+                rids.append(rid)
+        if rids:
+            abort = asyncio.create_task(self._abort(rids))
+            self._abort_tasks.add(abort)
+            abort.add_done_callback(self._abort_tasks.discard)
+            log.info("%s: stopped at %d tokens, aborting %d in flight", run.name, run.tokens, len(rids))
+        self._notify()
+
+    async def _abort(self, rids: list[str]) -> None:
+        results = await asyncio.gather(*(self.client.abort(rid) for rid in rids), return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            # The server still aborts them when it notices the closed connections (~4 s).
+            log.warning("%d of %d aborts failed: %r", len(failed), len(rids), failed[0])
+
+    async def _abort_everything(self) -> None:
+        for run in self.runs:
+            self._stop(run)
+        tasks = [t for r in self.runs for t, _ in r.in_flight.values()]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _drain_aborts(self) -> None:
+        if self._abort_tasks:
+            await asyncio.gather(*list(self._abort_tasks), return_exceptions=True)
+
+    # ---- progress -----------------------------------------------------------------------------
+
+    def _refresh_coordination(self) -> None:
+        stopped = self.coordinator.stopped_datasets()
+        elsewhere = self.coordinator.tokens_elsewhere()
+        for run in self.runs:
+            run.tokens_elsewhere = elsewhere.get(run.name, 0)
+            run.stopped_externally = run.name in stopped
+            if run.started and run.is_done():
+                self._stop(run)
+        self._notify()
+
+    def _publish(self, finished: bool = False) -> None:
+        now = time.monotonic()
+        for run in self.runs:
+            run.writer.sync()  # fsync before publishing: published totals are durable
+        self.coordinator.publish({
+            "replica": self.config.replica,
+            "replicas": self.config.replicas,
+            "updated_at": time.time(),
+            "finished": finished,
+            "datasets": {run.name: run.progress(now) for run in self.runs},
+        })
+
+    async def _publish_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.progress_interval_s)
+            try:
+                self._publish()
+                self._refresh_coordination()
+            except OSError as e:
+                log.warning("progress not published: %s", e)
+            for run in self.runs:
+                if run.started and not run.stopping:
+                    p = run.progress(time.monotonic())
+                    log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight", run.name,
+                             run.tokens, run.config.budget_tokens, p["samples"], p["tokens_per_second"],
+                             p["in_flight"])
+
+
+def make_coordinator(config: GenerateConfig) -> Coordinator:
+    return FileCoordinator(config.coordination_directory(), config.replica)
+
+
+async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None) -> int:
+    """Run one generate process to completion; returns its exit status."""
+    tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
+    retry = RetryPolicy(max_attempts=config.max_attempts)
+    async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry) as client:
+        engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, engine.request_shutdown)
+        try:
+            return await engine.run()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=os.environ.get("JOBRUNNER_LOG", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise

@@ -1,0 +1,37 @@
+"""`jobrunner generate --config F`: generate responses within token budgets (see jobrunner.generate)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from jobrunner.config import ConfigError, load_config
+from jobrunner.generate import EXIT_FAILED, configure_logging, run_generate
+from jobrunner.sglang_client import SGLangError
+
+EXIT_BAD_CONFIG = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="YAML or JSON GenerateConfig (see jobrunner.config)")
+    parser.add_argument("--replica", type=int, default=None, help="override the config's replica index")
+
+
+def main(args: argparse.Namespace) -> int:
+    configure_logging()
+    try:
+        config = load_config(args.config)
+        if args.replica is not None:
+            config = config.model_copy(update={"replica": args.replica})
+            if config.replica >= config.replicas:
+                raise ConfigError(f"--replica {config.replica} must be < replicas {config.replicas}")
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    try:
+        return asyncio.run(run_generate(config))
+    except SGLangError as e:
+        logging.getLogger("jobrunner.generate").error("%s", e)
+        return EXIT_FAILED

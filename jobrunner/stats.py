@@ -1,0 +1,148 @@
+"""Per-dataset statistics, live (during generation) and final (from the durable summaries).
+
+Everything final is computed from the part summaries (`jobrunner.output.read_summary`), which hold
+every completed response's length, so statistics survive restarts and never reread the records.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from jobrunner import budget
+from jobrunner.output import datasets_in, read_summary, summary_replicas
+
+
+def percentile(sorted_values: Sequence[int], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default) of an already sorted sequence."""
+    if not sorted_values:
+        return 0.0
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+@dataclass
+class LengthStats:
+    count: int = 0
+    mean: float = 0.0
+    median: float = 0.0
+    p90: float = 0.0
+    p99: float = 0.0
+    max: int = 0
+    share_over_1k: float = 0.0
+    share_over_5k: float = 0.0
+
+
+def length_stats(lengths: Sequence[int]) -> LengthStats:
+    if not lengths:
+        return LengthStats()
+    s = sorted(lengths)
+    n = len(s)
+    return LengthStats(
+        count=n, mean=sum(s) / n, median=percentile(s, 50), p90=percentile(s, 90), p99=percentile(s, 99),
+        max=s[-1], share_over_1k=sum(x > 1000 for x in s) / n, share_over_5k=sum(x > 5000 for x in s) / n,
+    )
+
+
+class RateMeter:
+    """Tokens per second over a sliding window of recent completions (live progress, ETA)."""
+
+    def __init__(self, window_s: float = 60.0):
+        self.window_s = window_s
+        self._events: collections.deque[tuple[float, int]] = collections.deque()
+        self._tokens_in_window = 0
+        self._started: float | None = None
+
+    def add(self, now: float, tokens: int) -> None:
+        if self._started is None:
+            self._started = now
+        self._events.append((now, tokens))
+        self._tokens_in_window += tokens
+        self._trim(now)
+
+    def _trim(self, now: float) -> None:
+        while self._events and self._events[0][0] < now - self.window_s:
+            self._tokens_in_window -= self._events.popleft()[1]
+
+    def rate(self, now: float) -> float:
+        self._trim(now)
+        if self._started is None:
+            return 0.0
+        span = min(self.window_s, now - self._started)
+        return self._tokens_in_window / span if span > 0 else 0.0
+
+
+@dataclass
+class DatasetStats:
+    dataset: str
+    samples: int = 0
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    truncated: int = 0
+    truncated_share: float = 0.0
+    skipped: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    tokens_per_second: float = 0.0
+    lengths: LengthStats = field(default_factory=LengthStats)
+    budget_tokens: int | None = None
+    percent_of_budget: float | None = None
+    eta_s: float | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: int | None = None,
+                  tokens_per_second: float | None = None) -> DatasetStats:
+    """Final statistics of one dataset over every replica's durable summary.
+
+    Without a live rate, tokens/s is the tokens over the span between the first and the last
+    completion recorded (restarts included, so downtime lowers it).
+    """
+    st = DatasetStats(dataset, budget_tokens=budget_tokens)
+    lengths: list[int] = []
+    first, last = math.inf, -math.inf
+    for replica in summary_replicas(output_root, dataset):
+        s = read_summary(output_root, dataset, replica)
+        if s is None:
+            continue
+        st.samples += s.records
+        st.completion_tokens += s.completion_tokens
+        st.prompt_tokens += s.prompt_tokens
+        st.truncated += s.finish_reasons.get("length", 0)
+        st.skipped += s.skipped
+        for reason, n in s.skipped_by_reason.items():
+            st.skipped_by_reason[reason] = st.skipped_by_reason.get(reason, 0) + n
+        lengths.extend(s.lengths)
+        if s.first_finished_at is not None:
+            first = min(first, s.first_finished_at)
+            last = max(last, s.last_finished_at)
+    st.lengths = length_stats(lengths)
+    st.truncated_share = st.truncated / st.samples if st.samples else 0.0
+    if tokens_per_second is not None:
+        st.tokens_per_second = tokens_per_second
+    elif last > first:
+        st.tokens_per_second = st.completion_tokens / (last - first)
+    if budget_tokens:
+        st.percent_of_budget = 100.0 * st.completion_tokens / budget_tokens
+        st.eta_s = budget.eta_seconds(budget_tokens, st.completion_tokens, st.tokens_per_second)
+    return st
+
+
+def all_dataset_stats(output_root: str | os.PathLike, budgets: dict[str, int] | None = None) -> list[DatasetStats]:
+    budgets = budgets or {}
+    return [dataset_stats(output_root, name, budgets.get(name)) for name in datasets_in(output_root)]
+
+
+def all_lengths(output_root: str | os.PathLike, dataset: str) -> list[int]:
+    """Every completed response's length for one dataset, over all replicas (for histograms)."""
+    lengths: list[int] = []
+    for replica in summary_replicas(output_root, dataset):
+        s = read_summary(output_root, dataset, replica)
+        if s is not None:
+            lengths.extend(s.lengths)
+    return lengths
