@@ -1,0 +1,153 @@
+"""`jobrunner extract`: the target model's EAGLE-3 hidden states over a merged corpus.
+
+Order of work: read the model's config (layers, hidden size) -> check the aux layers -> compute,
+print and write the size estimate (`estimate.json`) -> load the weights -> run. The corpus is read in
+windows; each window's samples are sorted by length into padded batches (jobrunner/hidden_states/
+plan.py); a shard is written only between batches, so a killed run has finished whole batches and
+resuming (by sample id, from the shards on disk) reruns exactly the batches it had not finished,
+with the same members: its tensors equal an uninterrupted run's, bit for bit.
+
+Default final state: post-norm. It is the input of the target's lm_head, so a trainer gets the
+target's logits from it with the lm_head alone (SpecForge's layout stores the same); `--final-state
+pre-norm` stores layer N-1's output instead (speculators' layout applies the norm at training time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from jobrunner import corpus
+from jobrunner.hidden_states import plan
+from jobrunner.hidden_states.backend import FINAL_STATES, Backend
+from jobrunner.hidden_states.store import ShardStore
+
+ESTIMATE_NAME = "estimate.json"
+INDEX_EVERY_S = 60.0
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
+
+
+def corpus_tokens(manifest: dict, splits: list[str]) -> int:
+    return sum(manifest["splits"][s]["tokens"] for s in splits)
+
+
+def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_layers: list[int] | None = None,
+            final_state: str = "post-norm", dtype: str = "bf16", max_len: int | None = None,
+            too_long: str = "truncate", max_batch_tokens: int = 16384, max_batch_size: int = 64,
+            sort_window: int = 2048, shard_mb: float = 1024, make_backend=None, log=print) -> dict:
+    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index."""
+    from jobrunner.hidden_states.transformers_backend import model_dims
+
+    manifest = corpus.read_manifest(corpus_dir)
+    num_layers, hidden = model_dims(model_path)
+    layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(num_layers)
+    plan.check_aux_layers(layers, num_layers)
+    if too_long not in plan.TOO_LONG_POLICIES:
+        raise ValueError(f"too-long policy {too_long!r}: expected one of {plan.TOO_LONG_POLICIES}")
+    if final_state not in FINAL_STATES:
+        raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
+    if max_len is not None and max_len > max_batch_tokens:
+        raise ValueError(f"max_len {max_len} exceeds max_batch_tokens {max_batch_tokens}: a sample must fit a batch")
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    estimate = plan.size_estimate(corpus_tokens(manifest, splits), hidden, len(layers), dtype)
+    estimate.update(splits=splits, aux_layers=layers, note="upper bound when --max-len truncates or skips")
+    corpus.atomic_write_json(out_dir / ESTIMATE_NAME, estimate)
+    free = shutil.disk_usage(out_dir).free
+    log(f"extract: {estimate['tokens']} tokens x {estimate['bytes_per_token']} B/token = "
+        f"{human_bytes(estimate['bytes'])} (free on {out_dir}: {human_bytes(free)})")
+    if estimate["bytes"] > free:
+        log("extract: WARNING: the estimate exceeds the free space; the run will stop when the disk is full")
+
+    run = {"model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
+           "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
+           "max_len": max_len, "too_long": too_long}
+    store = ShardStore(out_dir, run)
+    if store.samples:
+        log(f"extract: resuming: {len(store.samples)} samples already in {len(store.shards)} shards")
+    backend: Backend = (make_backend or _transformers_backend)(model_path, layers, final_state, dtype)
+    shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])
+
+    skipped: dict[str, int] = {}
+    done_now = 0
+    last_index = time.monotonic()
+    records = (r for split in splits for r in corpus.iter_corpus(corpus_dir, split))
+    for window in plan.windows(records, sort_window):
+        kept = []
+        for r in window:
+            action, value = plan.length_action(len(r["input_ids"]), r["prompt_len"], max_len, too_long)
+            if action == "skip":
+                skipped[value] = skipped.get(value, 0) + 1
+            else:
+                kept.append((r["sample_id"], r["input_ids"][:value], r["loss_mask"][:value]))
+        for batch in plan.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
+            todo = [kept[i] for i in batch if not store.is_done(kept[i][0])]
+            if not todo:
+                continue
+            for (sid, ids, mask), states in zip(todo, backend.extract([ids for _, ids, _ in todo])):
+                store.add(sid, ids, mask, states)
+            done_now += len(todo)
+            if store.buffered_tokens >= shard_tokens:
+                store.flush()
+                if time.monotonic() - last_index > INDEX_EVERY_S:
+                    store.write_index({"complete": False, "skipped": skipped})
+                    last_index = time.monotonic()
+                    log(f"extract: {len(store.samples)} samples in {len(store.shards)} shards")
+    store.flush()
+    index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items()))})
+    log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
+        f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
+    return index
+
+
+def _transformers_backend(model_path, layers, final_state, dtype, device="cpu", device_map=None):
+    from jobrunner.hidden_states.transformers_backend import TransformersBackend
+
+    return TransformersBackend(model_path, layers, final_state=final_state, dtype=dtype,
+                               device=device, device_map=device_map)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", required=True, help="a merged corpus directory (jobrunner merge)")
+    parser.add_argument("--model", required=True, help="the target model (a transformers checkpoint directory)")
+    parser.add_argument("--out", required=True, help="output directory (shards, index.json, estimate.json)")
+    parser.add_argument("--split", choices=["train", "eval", "all"], default="all")
+    parser.add_argument("--aux-layers", help="comma-separated decoder layer numbers, 0-based "
+                        "(default EAGLE-3's 1,N//2-1,N-4 = output_hidden_states indices 2,N//2,N-3)")
+    parser.add_argument("--final-state", choices=FINAL_STATES, default="post-norm")
+    parser.add_argument("--dtype", choices=sorted(plan.DTYPE_BYTES), default="bf16")
+    parser.add_argument("--max-len", type=int, help="longest sequence extracted (default: no limit)")
+    parser.add_argument("--too-long", choices=plan.TOO_LONG_POLICIES, default="truncate",
+                        help="what happens to a sample over --max-len")
+    parser.add_argument("--max-batch-tokens", type=int, default=16384, help="padded tokens per forward pass")
+    parser.add_argument("--max-batch-size", type=int, default=64)
+    parser.add_argument("--sort-window", type=int, default=2048, help="samples sorted by length together")
+    parser.add_argument("--shard-mb", type=float, default=1024, help="target shard size")
+    parser.add_argument("--device", default="cpu", help="torch device when --device-map is not given")
+    parser.add_argument("--device-map", help="transformers device_map, e.g. auto (spreads a big model over GPUs)")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
+        splits = list(corpus.SPLITS) if args.split == "all" else [args.split]
+        extract(args.corpus, args.out, args.model, splits=splits, aux_layers=layers, final_state=args.final_state,
+                dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
+                max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
+                sort_window=args.sort_window, shard_mb=args.shard_mb,
+                make_backend=lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map))
+    except (ValueError, FileNotFoundError, OSError) as e:
+        print(f"jobrunner extract: error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,26 @@
+"""The interface every hidden-state backend implements (transformers is the reference one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+FINAL_STATES = ("post-norm", "pre-norm")
+
+
+@dataclass
+class SampleStates:
+    """One sample's states, unpadded, on the CPU: `aux` [L, K, H] and `final` [L, H]."""
+
+    aux: "torch.Tensor"  # noqa: F821 (torch is imported by backends only)
+    final: "torch.Tensor"  # noqa: F821
+
+
+class Backend(Protocol):
+    num_layers: int
+    hidden_size: int
+    dtype: str  # "bf16" | "fp16" | "fp32": the dtype of the returned states
+
+    def extract(self, sequences: list[list[int]]) -> list[SampleStates]:
+        """States of each sequence, in input order, each exactly as long as its sequence."""
+        ...
