@@ -136,6 +136,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard-mb", type=float, default=1024, help="target shard size")
     parser.add_argument("--device", default="cpu", help="torch device when --device-map is not given")
     parser.add_argument("--device-map", help="transformers device_map, e.g. auto (spreads a big model over GPUs)")
+    parser.add_argument("--export", action="append", choices=["specforge", "speculators"], default=[],
+                        help="also write the states in that tool's layout under OUT/exports/ (repeatable)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -147,6 +149,11 @@ def main(args: argparse.Namespace) -> int:
                 max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
                 sort_window=args.sort_window, shard_mb=args.shard_mb,
                 make_backend=lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map))
+        if args.export:
+            from jobrunner.exports import export_states
+
+            for kind in args.export:
+                print(f"extract: export {kind} -> {export_states(args.out, kind)}")
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"jobrunner extract: error: {e}", file=sys.stderr)
         return 2
