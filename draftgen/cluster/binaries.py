@@ -51,7 +51,7 @@ class Part:
 KUBERNETES = Part("kubernetes", versions.KUBERNETES,
                   ("kube-apiserver", "kube-controller-manager", "kube-scheduler"))
 ETCD = Part("etcd", versions.ETCD, ("etcd",))
-KWOK = Part("kwok", versions.KWOK, ("kwok",))
+KWOK = Part("kwok", versions.KWOK, ("kwok", "stages"))
 KUBECTL_HELM = Part("kubectl-helm", versions.KUBECTL_HELM_WHEEL.split("==")[1], ("kubectl", "helm"))
 ALL_PARTS = (ETCD, KWOK, KUBECTL_HELM, KUBERNETES)
 
@@ -203,9 +203,23 @@ def _build_etcd(part: Part, out: Path) -> None:
             work, "compiling etcd")
 
 
+# KWOK's own stage definitions (node readiness and lease heartbeats; pods ready, Job pods complete,
+# deletion), taken from the same module at build time: the `kwok` binary runs no stage it is not given.
+KWOK_STAGES = ("node/fast/node-initialize.yaml", "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+               "pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml")
+
+
 def _build_kwok(part: Part, out: Path) -> None:
+    module = f"sigs.k8s.io/kwok@{part.version}"
     _run_go(["install", "-v", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kwok/cmd/kwok@{part.version}"],
             out, "compiling kwok", env={"GOBIN": str(out)})
+    info = subprocess.run([_go(), "mod", "download", "-json", module], cwd=out, capture_output=True, text=True)
+    if info.returncode != 0:
+        raise BuildError(f"could not download {module} for its stage definitions:\n{info.stdout}{info.stderr}")
+    source = Path(json.loads(info.stdout)["Dir"]) / "kustomize" / "stage"
+    (out / "stages").mkdir()
+    for stage in KWOK_STAGES:
+        shutil.copy(source / stage, out / "stages" / Path(stage).name)
 
 
 def _unpack_kubectl_helm(part: Part, out: Path) -> None:

@@ -1,0 +1,31 @@
+# The two set-up commands are `make demo` and `make test`; everything else here serves them.
+PY ?= python3
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: test demo cluster cluster-down binaries bench
+
+$(STAMP): pyproject.toml
+	test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go
+# modules once per machine (cached by version in ~/.cache/draftgen), then only checks the cache.
+binaries: $(STAMP)
+	$(PYTHON) -m draftgen.cluster.binaries > /dev/null
+
+# SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest.
+test: binaries
+	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
+
+demo: binaries
+	$(PYTHON) -m draftgen.demo
+
+cluster: binaries
+	@$(PYTHON) -m draftgen.cluster up
+
+cluster-down:
+	@$(PYTHON) -m draftgen.cluster down

@@ -1,0 +1,110 @@
+"""The local kubelet runs labelled pods for real: processes, env, ServiceAccount token, volumes, status."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from kubernetes import client
+
+from draftgen.cluster.controlplane import LOCAL_KUBELET_LABEL
+from draftgen.cluster.local_kubelet import expand_vars
+from tests.conftest import wait_for
+
+MAIN = textwrap.dedent("""
+    import os, urllib.request, pathlib
+    from kubernetes import client, config
+    config.load_incluster_config()                      # the projected ServiceAccount token, as in a real pod
+    me = client.CoreV1Api().read_namespaced_pod(os.environ["POD_NAME"], os.environ["POD_NAMESPACE"])
+    body = urllib.request.urlopen(f"http://{os.environ['POD_IP']}:8080/ready.txt").read().decode()
+    pathlib.Path("/data/out").mkdir(exist_ok=True)
+    pathlib.Path("/data/out/result.txt").write_text(f"{me.spec.node_name} {body} {os.environ['GREETING']}")
+""")
+
+
+def local_pod(name: str, main: list[str], sidecar: bool = False) -> dict:
+    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+           {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+           {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+           {"name": "GREETING", "value": "hello-$(POD_NAME)"}]
+    spec = {
+        "restartPolicy": "Never", "serviceAccountName": "runner",
+        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                    {"name": "www", "emptyDir": {}}],
+        "containers": [{"name": "main", "image": "local", "command": main, "env": env,
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+    }
+    if sidecar:
+        spec["initContainers"] = [{
+            "name": "server", "image": "local", "restartPolicy": "Always", "env": env,
+            "command": ["sh", "-c", "echo ready > /www/ready.txt && exec python -m http.server --bind $(POD_IP) 8080 -d /www"],
+            "volumeMounts": [{"name": "www", "mountPath": "/www"}],
+            "ports": [{"name": "http", "containerPort": 8080}],
+            "startupProbe": {"httpGet": {"path": "/ready.txt", "port": "http"}, "periodSeconds": 1,
+                             "failureThreshold": 30},
+        }]
+    return {"metadata": {"name": name, "labels": {LOCAL_KUBELET_LABEL: "true"}}, "spec": spec}
+
+
+def setup_namespace(cluster, k8s, namespace):
+    core, rbac = client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "runner"}})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": "read-pods"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "runner"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                     "name": "read-pods"},
+        "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": namespace}]})
+    return cluster.create_local_volume(namespace, "data")
+
+
+def phase(core, namespace, name):
+    return core.read_namespaced_pod(name, namespace).status.phase
+
+
+def test_pod_runs_with_sidecar_token_env_and_volume(cluster, k8s, namespace):
+    data = setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod(namespace, local_pod("ok", [sys.executable, "-c", MAIN], sidecar=True))
+    wait_for(lambda: phase(core, namespace, "ok") in ("Succeeded", "Failed"), 90, "the pod to finish", cluster)
+    pod = core.read_namespaced_pod("ok", namespace)
+    assert pod.status.phase == "Succeeded", pod.status.message
+    node, body, greeting = (data / "out" / "result.txt").read_text().split()
+    assert node == pod.spec.node_name and node.startswith("gpu-node-")
+    assert body == "ready" and greeting == "hello-ok"
+    assert pod.status.container_statuses[0].state.terminated.exit_code == 0
+    assert pod.status.init_container_statuses[0].name == "server"
+
+
+def test_exit_code_fails_the_pod_and_is_reported(cluster, k8s, namespace):
+    setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod(namespace, local_pod("bad", [sys.executable, "-c", "raise SystemExit(3)"]))
+    wait_for(lambda: phase(core, namespace, "bad") in ("Succeeded", "Failed"), 60, "the pod to finish", cluster)
+    pod = core.read_namespaced_pod("bad", namespace)
+    assert pod.status.phase == "Failed"
+    assert pod.status.container_statuses[0].state.terminated.exit_code == 3
+
+
+def test_deleting_a_running_pod_stops_its_process(cluster, k8s, namespace):
+    setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod(namespace, local_pod("sleeper", ["sleep", "600"]))
+    wait_for(lambda: phase(core, namespace, "sleeper") == "Running", 60, "the pod to run", cluster)
+    core.delete_namespaced_pod("sleeper", namespace, grace_period_seconds=2)
+
+    def gone():
+        try:
+            core.read_namespaced_pod("sleeper", namespace)
+            return False
+        except client.ApiException as e:
+            return e.status == 404
+
+    wait_for(gone, 20, "the pod to be removed", cluster)
+
+
+def test_expand_vars_follows_kubernetes_rules():
+    env = {"A": "1", "B": "two"}
+    assert expand_vars("$(A)-$(B)-$(C)-$$(A)", env) == "1-two-$(C)-$(A)"

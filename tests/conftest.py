@@ -1,0 +1,67 @@
+"""Shared fixtures: the local Kubernetes control plane, started once per test session."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LOGS_ON_FAILURE = REPO / ".test-logs"
+
+
+@pytest.fixture(scope="session")
+def cluster(request, tmp_path_factory):
+    """A real control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, local kubelet).
+
+    Its components' logs are copied to .test-logs/ when any test of the session failed."""
+    from draftgen.cluster.controlplane import LocalCluster
+
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    local.start()
+    yield local
+    local.stop()
+    if request.session.testsfailed:
+        kept = local.keep_logs(LOGS_ON_FAILURE)
+        print(f"\ncontrol plane logs kept in {kept}")
+
+
+@pytest.fixture
+def k8s(cluster):
+    """A kubernetes ApiClient on the local cluster; fails the test with a component's log if one died."""
+    cluster.check_alive()
+    api = cluster.api_client()
+    yield api
+    api.close()
+    cluster.check_alive()
+
+
+@pytest.fixture
+def namespace(k8s, request):
+    """A fresh namespace per test, deleted afterwards (its objects go with it)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(k8s)
+    name = f"t-{request.node.name[:40].lower().replace('_', '-').strip('-')}-{os.getpid() % 10000}-{int(time.time() * 1000) % 100000}"
+    name = "".join(ch for ch in name if ch.isalnum() or ch == "-")[:63].strip("-")
+    core.create_namespace({"metadata": {"name": name}})
+    # Pods need the namespace's default ServiceAccount, which the controller-manager creates.
+    wait_for(lambda: core.list_namespaced_service_account(name).items, 30, f"default ServiceAccount in {name}")
+    yield name
+    core.delete_namespace(name)
+
+
+def wait_for(predicate, timeout_s: float, what: str, cluster=None, interval_s: float = 0.1):
+    """Poll until predicate() is truthy; fail (never hang) after timeout_s, or at once if a component died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if cluster is not None:
+            cluster.check_alive()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(interval_s)
