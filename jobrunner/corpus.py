@@ -34,15 +34,15 @@ def loss_mask(prompt_len: int, response_len: int) -> list[int]:
     return [0] * prompt_len + [1] * response_len
 
 
-def encode_record(sample_id: str, dataset: str, prompt_ids: list[int], output_ids: list[int],
-                  finish_reason: str, truncated: bool) -> bytes:
-    """One corpus line. Built by hand rather than json.dumps(dict): the mask is a run of zeros and ones,
-    and this is the merge's inner loop; the result is the same canonical JSON either way."""
-    ids = ",".join(map(str, prompt_ids + output_ids))
-    mask = ("0," * len(prompt_ids) + "1," * len(output_ids))[:-1]
-    head = json.dumps({"sample_id": sample_id, "dataset": dataset, "prompt_len": len(prompt_ids),
+def encode_record(sample_id: str, dataset: str, prompt_json: str, response_json: str, prompt_len: int,
+                  response_len: int, finish_reason: str, truncated: bool) -> bytes:
+    """One corpus line, from the prompt's and the response's compact JSON arrays. Spliced by hand
+    rather than json.dumps(dict): this is the merge's inner loop, and the token lists are serialised
+    once; the result is the same canonical JSON either way (tests check it against json.loads)."""
+    mask = ("0," * prompt_len + "1," * response_len)[:-1]
+    head = json.dumps({"sample_id": sample_id, "dataset": dataset, "prompt_len": prompt_len,
                        "finish_reason": finish_reason, "truncated": truncated}, separators=(",", ":"))
-    return f'{head[:-1]},"input_ids":[{ids}],"loss_mask":[{mask}]}}\n'.encode()
+    return f'{head[:-1]},"input_ids":{prompt_json[:-1]},{response_json[1:]},"loss_mask":[{mask}]}}\n'.encode()
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -30,6 +30,7 @@ import math
 import os
 import shutil
 import sys
+from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -98,8 +99,6 @@ def record_problem(rec: dict) -> str | None:
         return "bad_sample_id"
     if not isinstance(prompt, list) or not isinstance(response, list):
         return "malformed_ids"
-    if not ({type(t) for t in prompt} | {type(t) for t in response}) <= {int}:
-        return "malformed_ids"
     if not prompt:
         return "empty_prompt"
     if not response:
@@ -113,13 +112,22 @@ def record_problem(rec: dict) -> str | None:
     return None
 
 
-def content_key(prompt_ids: list[int], output_ids: list[int], seed: int) -> bytes:
-    """Seeded 128-bit hash of the token content; prompt and response are hashed apart (a token
-    moved across the boundary is a different sample)."""
+def token_arrays(prompt_ids: list, output_ids: list) -> tuple[array, array] | None:
+    """The ids as int64 arrays, or None when one is not an integer (array() checks in C, ~10x faster
+    than a Python loop over the ids; it takes JSON true/false as 1/0, which the caller refuses)."""
+    try:
+        return array("q", prompt_ids), array("q", output_ids)
+    except (TypeError, OverflowError):
+        return None
+
+
+def content_key(prompt: array, output: array, seed: int) -> bytes:
+    """Seeded 128-bit hash of the token content; the prompt length is hashed too (a token moved
+    across the prompt/response boundary makes another sample)."""
     h = hashlib.blake2b(digest_size=16, key=seed.to_bytes(8, "little", signed=True))
-    h.update(",".join(map(str, prompt_ids)).encode())
-    h.update(b"|")
-    h.update(",".join(map(str, output_ids)).encode())
+    h.update(len(prompt).to_bytes(8, "little"))
+    h.update(prompt.tobytes())
+    h.update(output.tobytes())
     return h.digest()
 
 
@@ -216,13 +224,19 @@ def partition(files: list[Path], output_root: Path, bucket_files: list, settings
                 if problem:
                     tally.skipped[problem] += 1
                     continue
+                prompt, response = rec["input_ids"], rec["output_ids"]
+                arrays = token_arrays(prompt, response)
+                prompt_json, response_json = json.dumps(prompt, separators=(",", ":")), json.dumps(response, separators=(",", ":"))
+                if arrays is None or "e" in prompt_json or "e" in response_json:  # true/false/1e9 are not token ids
+                    tally.skipped["malformed_ids"] += 1
+                    continue
                 keep, truncated = truncation_outcome(rec["finish_reason"], settings.truncated)
                 if not keep:
                     tally.dropped_truncated += 1
                     continue
-                prompt, response = rec["input_ids"], rec["output_ids"]
-                key = content_key(prompt, response, settings.seed)
-                line = corpus.encode_record(rec["sample_id"], dataset, prompt, response, rec["finish_reason"], truncated)
+                key = content_key(*arrays, settings.seed)
+                line = corpus.encode_record(rec["sample_id"], dataset, prompt_json, response_json, len(prompt),
+                                            len(response), rec["finish_reason"], truncated)
                 head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
                 bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
         except (json.JSONDecodeError, UnicodeDecodeError):

@@ -39,7 +39,9 @@ def test_record_problem_reasons():
     assert merge.record_problem({**good, "completion_tokens": 2}) == "completion_tokens_mismatch"
     assert merge.record_problem({**good, "prompt_tokens": 5}) == "prompt_tokens_mismatch"
     assert merge.record_problem({**good, "output_ids": [], "completion_tokens": 0}) == "empty_response"
-    assert merge.record_problem({**good, "output_ids": [1.5], "completion_tokens": 1}) == "malformed_ids"
+    assert merge.record_problem({**good, "output_ids": "abc", "completion_tokens": 3}) == "malformed_ids"
+    assert merge.token_arrays([1, 2], [1.5]) is None and merge.token_arrays([1], ["7"]) is None
+    assert merge.token_arrays([1, 2], [3])[0].tolist() == [1, 2]
     assert merge.record_problem({**good, "finish_reason": "abort"}) == "bad_finish_reason"
     assert merge.record_problem({k: v for k, v in good.items() if k != "input_ids"}) == "missing_field"
     assert merge.record_problem([1, 2]) == "missing_field"
@@ -75,6 +77,13 @@ def test_length_stats_exact_quantiles():
 
 
 # --- the corpus ------------------------------------------------------------------------------------
+
+def test_encoded_line_is_canonical_json():
+    line = corpus.encode_record("d/000000001", "d", "[1,2]", "[3]", 2, 1, "length", True)
+    assert json.loads(line) == {"sample_id": "d/000000001", "dataset": "d", "prompt_len": 2, "finish_reason": "length",
+                                "truncated": True, "input_ids": [1, 2, 3], "loss_mask": [0, 0, 1]}
+    assert line == (json.dumps(json.loads(line), separators=(",", ":")) + "\n").encode()
+
 
 def test_records_carry_whole_sequence_and_mask(gen_root):
     by_dataset = synthetic_generation(gen_root.parent / "again")  # the same records as gen_root holds
@@ -202,6 +211,13 @@ def test_bad_records_and_torn_tail_are_counted_not_fatal(tmp_path):
     m, records = run_merge(root, eval_fraction=0.0)
     assert len(records) == 2
     assert m["datasets"]["d"]["skipped_by_reason"] == {"completion_tokens_mismatch": 1}
+    with open(path, "r+b") as f:  # cut the torn tail, as the writer would on resume
+        f.truncate(len(f.read().rsplit(b"\n", 1)[0]) + 1)
+    with open(path, "ab") as f:
+        for bad_ids in ([2.5], [True], [1e20]):
+            f.write((json.dumps(generation_record("d", 5, [1], bad_ids)) + "\n").encode())
+    m, records = run_merge(root, eval_fraction=0.0)
+    assert len(records) == 2 and m["datasets"]["d"]["skipped_by_reason"]["malformed_ids"] == 3
     with open(path, "ab") as f:
         f.write(b'garbled\n' + (json.dumps(generation_record("d", 9, [1], [9])) + "\n").encode())
     m, records = run_merge(root, eval_fraction=0.0)
