@@ -1,0 +1,97 @@
+"""Extraction storage: bytes written vs the unpadded minimum (goal 1.00), beside SpecForge's padded layout.
+
+    .venv/bin/python bench/extract_storage.py [--samples 1500] [--hidden 128]
+
+Runs the real `jobrunner extract` (transformers backend, a tiny random Llama, bf16, CPU) over a merged
+corpus whose lengths follow a long-tailed distribution (median ~470, mean ~1.3K response tokens, like
+the function-calling set of REFERENCE.md, scaled down by --scale), then compares:
+- written: every byte of the shards (tensors, offsets, headers);
+- minimum: tokens x bytes per token, no padding, no headers;
+- SpecForge padded: what storing each sample at its batch's longest length would take, for the very
+  batches this run used (length-sorted, SpecForge's best case) and for batches in corpus order
+  (its default); SpecForge also drops the last partial batch (`drop_last`), counted separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobrunner import corpus, merge  # noqa: E402
+from jobrunner.extract import extract  # noqa: E402
+from jobrunner.hidden_states import plan  # noqa: E402
+from jobrunner.output import PartWriter, sample_id  # noqa: E402
+from tests.helpers.tiny_llama import build_tiny_llama  # noqa: E402
+
+
+def write_corpus(root: Path, samples: int, scale: float, seed: int = 0) -> None:
+    rnd = random.Random(seed)
+    w = PartWriter(root, "fc", 0)
+    for row in range(samples):
+        prompt = [rnd.randrange(3, 1000) for _ in range(rnd.randint(20, 120))]
+        # lognormal with median 471 and mean ~1.3K: sigma = sqrt(2 ln(1314/471))
+        n = max(1, int(rnd.lognormvariate(math.log(471), math.sqrt(2 * math.log(1314 / 471))) * scale))
+        response = [rnd.randrange(3, 1000) for _ in range(min(n, int(10240 * scale)))]
+        w.append_record({"sample_id": sample_id("fc", row), "dataset": "fc", "row": row, "input_ids": prompt,
+                         "output_ids": response, "finish_reason": "stop", "prompt_tokens": len(prompt),
+                         "completion_tokens": len(response), "prompt_class": "short", "sampling_params": {},
+                         "rid": f"r{row:09d}", "timings": {}})
+    w.close()
+
+
+def padded_tokens(lengths: list[int], batches: list[list[int]]) -> int:
+    return sum(max(lengths[i] for i in b) * len(b) for b in batches)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=1500)
+    ap.add_argument("--scale", type=float, default=0.25, help="response length scale (CPU time)")
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--batch-size", type=int, default=8, help="samples per batch (SpecForge's --batch-size)")
+    ap.add_argument("--max-batch-tokens", type=int, default=16384)
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="extract-bench-"))
+    try:
+        write_corpus(base, args.samples, args.scale)
+        merge.merge(base, base / "corpus", merge.MergeSettings(eval_fraction=0.0), log=lambda *_: None)
+        model = build_tiny_llama(base / "model", vocab_size=1024, num_layers=8, hidden=args.hidden)
+        window = 2048
+        index = extract(base / "corpus", base / "states", model, splits=["train"], dtype="bf16",
+                        max_batch_tokens=args.max_batch_tokens, max_batch_size=args.batch_size,
+                        sort_window=window, shard_mb=64, log=lambda *_: None)
+        lengths = [len(r["input_ids"]) for r in corpus.iter_corpus(base / "corpus", "train")]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    per_token = plan.bytes_per_token(args.hidden, 3, "bf16")
+    minimum = sum(lengths) * per_token
+    written = index["bytes"]
+    ours = [[w * window + i for i in b] for w in range(math.ceil(len(lengths) / window))
+            for b in plan.plan_batches(lengths[w * window:(w + 1) * window], args.max_batch_tokens, args.batch_size)]
+    in_order = [list(range(i, min(i + args.batch_size, len(lengths)))) for i in range(0, len(lengths), args.batch_size)]
+    sorted_padded = padded_tokens(lengths, ours) * per_token
+    order_padded = padded_tokens(lengths, in_order) * per_token
+    dropped = len(lengths) % args.batch_size
+    dropped_tokens = sum(lengths[len(lengths) - dropped:]) if dropped else 0
+
+    print(f"{len(lengths)} samples, {sum(lengths)} tokens (median {sorted(lengths)[len(lengths) // 2]}, "
+          f"max {max(lengths)}), hidden {args.hidden}, {per_token} B/token, {len(index['shards'])} shards")
+    print(f"{'layout':<44} {'bytes':>14} {'vs minimum':>10}")
+    print(f"{'unpadded minimum (tokens x B/token)':<44} {minimum:>14} {1.0:>10.3f}")
+    print(f"{'draftgen shards, as written':<44} {written:>14} {written / minimum:>10.3f}   (goal 1.00)")
+    print(f"{'SpecForge padded, same length-sorted batches':<44} {sorted_padded:>14} {sorted_padded / minimum:>10.3f}")
+    print(f"{'SpecForge padded, batches in corpus order':<44} {order_padded:>14} {order_padded / minimum:>10.3f}")
+    print(f"SpecForge drop_last would also lose {dropped} samples ({dropped_tokens} tokens); draftgen loses none")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
