@@ -1,0 +1,149 @@
+"""The generate engine against the in-process simulator: budgets, abort, skip on start, overlap,
+bad requests, faults, coordination."""
+
+import pytest
+
+from jobrunner import output
+from jobrunner.config import parse_config
+from jobrunner.coordination import FileCoordinator
+from jobrunner.generate import EXIT_OK, run_generate
+from jobrunner.simulator import FaultRates
+
+
+def config(sim, tmp_path, tokenizer_path, datasets, **extra):
+    return parse_config({
+        "server_url": sim.base_url, "output_root": str(tmp_path / "out"), "tokenizer_path": tokenizer_path,
+        "startup_timeout_s": 10, "progress_interval_s": 0.2, "datasets": datasets, **extra,
+    })
+
+
+def records(tmp_path, dataset):
+    return [r for p in output.record_files(tmp_path / "out", dataset) for r in output.iter_records(p)]
+
+
+def assert_consistent(tmp_path, dataset):
+    """Every record whole and unique, and the summary's totals equal to the sum over records."""
+    recs = records(tmp_path, dataset)
+    rows = [r["row"] for r in recs]
+    assert len(rows) == len(set(rows))
+    for r in recs:
+        assert r["completion_tokens"] == len(r["output_ids"]) and r["finish_reason"] in ("stop", "length")
+    s = output.read_summary(tmp_path / "out", dataset, 0)
+    assert s.completion_tokens == sum(r["completion_tokens"] for r in recs)
+    assert sorted(s.rows) == sorted(rows)
+    return recs
+
+
+async def test_budget_stops_dataset_aborts_in_flight_and_moves_on(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="chat", speedup=10.0)  # slow enough that requests are in flight
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": prompts_file, "budget_tokens": 8000, "concurrency": 20},
+        {"name": "b", "path": prompts_file, "budget_tokens": 4000},
+    ])
+    assert await run_generate(cfg) == EXIT_OK
+    for name, budget_tokens in (("a", 8000), ("b", 4000)):
+        tokens = [r["completion_tokens"] for r in assert_consistent(tmp_path, name)]
+        # The record that met the budget is the last one kept: the rest in flight were aborted.
+        assert sum(tokens) >= budget_tokens > sum(tokens[:-1])
+    assert sim.stats.aborted > 0
+    progress = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]
+    assert progress["finished"] and progress["datasets"]["a"]["state"] == "BudgetMet"
+    assert progress["datasets"]["a"]["completion_tokens"] == sum(r["completion_tokens"] for r in records(tmp_path, "a"))
+
+
+async def test_dataset_at_budget_is_skipped_on_restart(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="fixed:100")
+    datasets = [{"name": "a", "path": prompts_file, "budget_tokens": 1000}]
+    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == EXIT_OK
+    requests_before = sim.stats.requests
+    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == EXIT_OK
+    assert sim.stats.requests == requests_before
+
+
+async def test_resume_after_raising_the_budget_never_repeats_a_row(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="fixed:50")
+    datasets = [{"name": "a", "path": prompts_file, "budget_tokens": 1000}]
+    await run_generate(config(sim, tmp_path, tokenizer_path, datasets))
+    first = len(records(tmp_path, "a"))
+    datasets[0]["budget_tokens"] = 10**9
+    await run_generate(config(sim, tmp_path, tokenizer_path, datasets))
+    recs = assert_consistent(tmp_path, "a")
+    assert first < len(recs) == 200
+
+
+async def test_exhausted_dataset_overlaps_with_the_next(make_sim, tmp_path, tokenizer_path):
+    from tests.jobrunner.conftest import write_prompts
+
+    sim = await make_sim(profile="chat")
+    small = write_prompts(tmp_path / "small.jsonl", 30)
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": small, "budget_tokens": 10**9},
+        {"name": "b", "path": small, "budget_tokens": 10**9},
+    ])
+    assert await run_generate(cfg) == EXIT_OK
+    a, b = records(tmp_path, "a"), records(tmp_path, "b")
+    assert len(a) == len(b) == 30
+    # b started before a's last response came back: its first completion precedes a's last.
+    assert min(r["timings"]["finished_at"] - r["timings"]["e2e_s"] for r in b) < max(r["timings"]["finished_at"] for r in a)
+    assert FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]["datasets"]["a"]["state"] == "Exhausted"
+
+
+async def test_a_400_is_a_skipped_row_not_a_failure(make_sim, tmp_path, tokenizer_path, prompts_file):
+    # The config claims a longer context than the server has: every request is a 400 there.
+    sim = await make_sim(profile="fixed:10", context_len=64)
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 100,
+                                                  "max_new_tokens": 100}], context={"length": 4096})
+    assert await run_generate(cfg) == EXIT_OK
+    s = output.read_summary(tmp_path / "out", "a", 0)
+    assert s.records == 0 and s.skipped_by_reason == {"http_400": 200}
+
+
+async def test_prompts_too_long_for_the_context_are_skipped_or_clamped(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="fixed:500", context_len=60)
+    ds = [{"name": "a", "path": prompts_file, "budget_tokens": 10**9, "max_new_tokens": 50}]
+    await run_generate(config(sim, tmp_path, tokenizer_path, ds, context={"policy": "skip"}))
+    assert output.read_summary(tmp_path / "out", "a", 0).skipped_by_reason == {"prompt_too_long": 200}
+
+    sim2 = await make_sim(profile="fixed:500", context_len=60)
+    ds[0]["name"] = "b"
+    await run_generate(config(sim2, tmp_path, tokenizer_path, ds, context={"policy": "clamp", "min_room_tokens": 8}))
+    recs = records(tmp_path, "b")
+    assert len(recs) == 200
+    assert all(r["finish_reason"] == "length" and r["prompt_tokens"] + r["completion_tokens"] == 60 for r in recs)
+
+
+async def test_injected_faults_leave_every_sample_accounted_for(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="fixed:20", faults=FaultRates(http_500=0.04, http_503=0.03, reset=0.03))
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 10**9}],
+                 max_attempts=10)
+    code = await run_generate(cfg)
+    s = output.read_summary(tmp_path / "out", "a", 0)
+    assert sum(sim.stats.faults.values()) > 0
+    assert code == EXIT_OK and s.records + s.skipped == 200
+    assert_consistent(tmp_path, "a")
+
+
+async def test_coordinator_stop_and_tokens_elsewhere(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="fixed:100")
+    coord_dir = tmp_path / "out" / "coordination"
+    other = FileCoordinator(coord_dir, 1)
+    other.publish({"replica": 1, "datasets": {"b": {"completion_tokens": 900}}})
+    other.declare_stopped({"a"})
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": prompts_file, "budget_tokens": 10**9},
+        {"name": "b", "path": prompts_file, "budget_tokens": 1000},
+    ], replicas=2)
+    assert await run_generate(cfg) == EXIT_OK
+    assert records(tmp_path, "a") == []
+    b = records(tmp_path, "b")
+    assert all(r["row"] % 2 == 0 for r in b)  # replica 0 of 2
+    # 900 tokens elsewhere: the shared budget of 1000 is met by the first response of 100 here.
+    assert len(b) == 1
+
+
+async def test_sample_cap_is_never_overshot(make_sim, tmp_path, tokenizer_path, prompts_file):
+    sim = await make_sim(profile="chat")
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 10**9,
+                                                  "sample_cap": 17}])
+    assert await run_generate(cfg) == EXIT_OK
+    assert len(records(tmp_path, "a")) == 17
