@@ -9,7 +9,12 @@ What it relies on (REFERENCE.md; sgl-project/sglang `srt/entrypoints/http_server
 - `completion_tokens == len(output_ids)`; a response that breaks it is rejected (a 0.5.x bug put
   part of the prompt into `output_ids`).
 
-Cancellation: if the asyncio Task awaiting `SGLangClient.generate` is cancelled, httpx closes the
+Transport: aiohttp, not httpx. At 150 concurrent requests httpx 0.28's pool spent ~23 ms of CPU
+per request scanning its idle connections (3.4 s of CPU for 150 requests on keep-alive
+connections, against 0.02 s for aiohttp, measured here; encode/httpx#3215), which would make a
+benchmark measure httpx.
+
+Cancellation: if the asyncio Task awaiting `SGLangClient.generate` is cancelled, aiohttp closes the
 connection (nothing leaks from the pool), but the server keeps generating until it notices the
 disconnect (~4 s). The *caller* must then `await client.abort(rid)` with the rid it passed in;
 `abort` also covers the retry rid the client may have switched to.
@@ -19,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import httpx
+import aiohttp
 
 # --------------------------------------------------------------------------------------------
 # sampling_params: the one list of keys and types (the simulator imports it)
@@ -240,6 +246,9 @@ class RetryPolicy:
 
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
+# Failures of the connection rather than answers: refused, reset, closed mid-body, timed out.
+TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError)
+
 
 def is_retryable(status_or_exception: int | BaseException) -> bool:
     """Whether a failed /generate may be sent again: transport failures, timeouts, 408/429 and
@@ -248,7 +257,7 @@ def is_retryable(status_or_exception: int | BaseException) -> bool:
         raise TypeError("status must be an int")
     if isinstance(status_or_exception, int):
         return status_or_exception in RETRYABLE_STATUSES or 500 <= status_or_exception <= 599
-    return isinstance(status_or_exception, (httpx.TransportError, asyncio.TimeoutError))
+    return isinstance(status_or_exception, TRANSPORT_ERRORS)
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
@@ -271,8 +280,6 @@ def parse_error_message(body: Any) -> str:
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", errors="replace")
     if isinstance(body, str):
-        import json
-
         try:
             body = json.loads(body)
         except ValueError:
@@ -363,6 +370,9 @@ def parse_models_response(body: Any) -> ModelInfo:
 
 
 class SGLangClient:
+    """One server's client. Create and use it inside a running event loop (aiohttp's session is
+    opened on first use)."""
+
     def __init__(
         self,
         base_url: str,
@@ -370,21 +380,28 @@ class SGLangClient:
         max_connections: int = 256,
         request_timeout_s: float = 3600.0,
         connect_timeout_s: float = 10.0,
+        probe_timeout_s: float = 10.0,
+        keepalive_s: float = 4.0,
         retry: RetryPolicy = RetryPolicy(),
     ):
         self.base_url = base_url.rstrip("/")
         self.retry = retry
         self._rng = random.Random(retry.seed)
-        # pool=None: callers bound concurrency themselves; waiting for a pooled connection is not
-        # a server failure.
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s, pool=None),
-        )
-        self._probe_timeout = httpx.Timeout(10.0, connect=connect_timeout_s)
+        self._max_connections = max_connections
+        self._keepalive_s = keepalive_s  # below uvicorn's 5 s keep-alive, so we never reuse a socket it is closing
+        # connect=None: waiting for a pooled connection is not a server failure (callers bound
+        # concurrency themselves); sock_connect bounds the TCP connect.
+        self._generate_timeout = aiohttp.ClientTimeout(total=request_timeout_s, connect=None, sock_connect=connect_timeout_s)
+        self._probe_timeout = aiohttp.ClientTimeout(total=probe_timeout_s, sock_connect=connect_timeout_s)
+        self._session: aiohttp.ClientSession | None = None
         # rid given by the caller -> rid of the attempt now in flight (differs after a retry)
         self._current_rid: dict[str, str] = {}
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive_s)
+            self._session = aiohttp.ClientSession(self.base_url, connector=connector)
+        return self._session
 
     async def __aenter__(self) -> "SGLangClient":
         return self
@@ -393,7 +410,13 @@ class SGLangClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _request(self, method: str, path: str, timeout: aiohttp.ClientTimeout, body: Any = None) -> tuple[int, bytes]:
+        async with self._http().request(method, path, json=body, timeout=timeout) as resp:
+            return resp.status, await resp.read()
 
     # ---- readiness -------------------------------------------------------------------------
 
@@ -406,14 +429,14 @@ class SGLangClient:
         last = "no answer yet"
         while True:
             try:
-                resp = await self._http.get(path, timeout=self._probe_timeout)
-                if resp.status_code == 200:
+                status, _ = await self._request("GET", path, self._probe_timeout)
+                if status == 200:
                     return
-                if resp.status_code == 404 and path == "/ready":
+                if status == 404 and path == "/ready":
                     path = "/health_generate"
                     continue
-                last = f"{path} answered {resp.status_code}"
-            except httpx.TransportError as exc:
+                last = f"{path} answered {status}"
+            except TRANSPORT_ERRORS as exc:
                 last = f"{path}: {type(exc).__name__}: {exc}"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -423,10 +446,10 @@ class SGLangClient:
             await asyncio.sleep(min(poll_interval_s, remaining))
 
     async def model_info(self) -> ModelInfo:
-        resp = await self._http.get("/v1/models", timeout=self._probe_timeout)
-        if resp.status_code != 200:
-            raise SGLangError(f"/v1/models answered {resp.status_code}: {parse_error_message(resp.content)}")
-        return parse_models_response(resp.json())
+        status, body = await self._request("GET", "/v1/models", self._probe_timeout)
+        if status != 200:
+            raise SGLangError(f"/v1/models answered {status}: {parse_error_message(body)}")
+        return parse_models_response(_json(body))
 
     # ---- generate ----------------------------------------------------------------------------
 
@@ -438,8 +461,9 @@ class SGLangClient:
         **extra: Any,
     ) -> GenerateResult:
         """One non-streaming /generate, retried on retryable failures with a fresh rid each time
-        (see retry_rid). `extra` goes into the request body as top-level keys. Raises BadRequest,
-        InvalidResponse or RequestFailed. A finish_reason of "abort" is a result, not an error."""
+        (see retry_rid). `extra` goes into the request body as top-level keys. Raises BadRequest
+        (InvalidSamplingParams before sending), InvalidResponse or RequestFailed. A finish_reason
+        of "abort" is a result, not an error."""
         params = validate_sampling_params(sampling_params)
         policy = self.retry
         started = time.monotonic()
@@ -453,21 +477,20 @@ class SGLangClient:
                 attempt += 1
                 body = {"input_ids": list(input_ids), "sampling_params": params, "rid": attempt_rid, **extra}
                 try:
-                    resp = await self._http.post("/generate", json=body)
-                except httpx.TransportError as exc:
+                    status, payload = await self._request("POST", "/generate", self._generate_timeout, body)
+                except TRANSPORT_ERRORS as exc:
                     last_error = exc
                     # the server may still be generating for the old rid: stop it before resending
                     await self._abort_quietly(attempt_rid)
                 else:
-                    if resp.status_code == 200:
-                        result = parse_generate_response(resp.json())
+                    if status == 200:
+                        result = parse_generate_response(_json(payload))
                         result.rid = attempt_rid
                         result.attempts = attempt
                         return result
-                    message = parse_error_message(resp.content)
-                    if not is_retryable(resp.status_code):
-                        raise BadRequest(message, resp.status_code)
-                    last_error = resp.status_code
+                    if not is_retryable(status):
+                        raise BadRequest(parse_error_message(payload), status)
+                    last_error = status
                 delay = backoff_delay(attempt, policy.base_delay_s, policy.max_delay_s, self._rng)
                 elapsed = time.monotonic() - started
                 if attempt >= policy.max_attempts or (
@@ -492,20 +515,26 @@ class SGLangClient:
 
     async def abort(self, rid: str) -> None:
         """Ask the server to abort `rid` (and the retry rid now standing in for it, if any)."""
-        rids = {rid, self._current_rid.pop(rid, rid)}
-        for r in rids:
+        for r in {rid, self._current_rid.pop(rid, rid)}:
             await self._post_abort({"rid": r})
 
     async def abort_all(self) -> None:
         await self._post_abort({"abort_all": True})
 
     async def _post_abort(self, body: dict[str, Any]) -> None:
-        resp = await self._http.post("/abort_request", json=body, timeout=self._probe_timeout)
-        if resp.status_code != 200:
-            raise SGLangError(f"/abort_request answered {resp.status_code}: {parse_error_message(resp.content)}")
+        status, payload = await self._request("POST", "/abort_request", self._probe_timeout, body)
+        if status != 200:
+            raise SGLangError(f"/abort_request answered {status}: {parse_error_message(payload)}")
 
     async def _abort_quietly(self, rid: str) -> None:
         try:
             await self._post_abort({"rid": rid})
-        except (httpx.TransportError, SGLangError):
+        except (*TRANSPORT_ERRORS, SGLangError):
             pass  # best effort: the server is unreachable or unhappy, the retry will tell
+
+
+def _json(payload: bytes) -> Any:
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        raise InvalidResponse(f"not JSON: {payload[:200]!r}") from exc

@@ -95,6 +95,7 @@ class SimConfig:
     speedup: float = 1.0  # simulated seconds per real second
     tick_s: float = 0.01
     disconnect_poll_s: float = 4.0
+    stream_interval_s: float = 0.05  # at most one SSE event per request this often (events are cumulative)
     eos_token_id: int = 2
     vocab_size: int = 32_000
     model_path: str = "draftgen/simulated-model"
@@ -172,6 +173,13 @@ def prefix_matches(rid: str, given: str) -> bool:
 
 def _ids_digest(ids: list[int]) -> str:
     return hashlib.sha256(array.array("q", ids).tobytes()).hexdigest()
+
+
+def _drop_connection(request: web.Request) -> web.Response:
+    """Close the connection without an answer; the response returned is never sent."""
+    if request.transport is not None:
+        request.transport.abort()
+    return web.Response(status=500)
 
 
 def _error(status: int, body: dict[str, Any]) -> web.Response:
@@ -517,12 +525,10 @@ class Simulator:
         ):
             return _error(503, {"object": "error", "message": "The request queue is full.", "code": 503})
         if fault == "reset":
-            if request.transport is not None:
-                request.transport.abort()
-            raise ConnectionResetError("simulated connection reset")
+            return _drop_connection(request)
         if fault == "timeout":
             await self._hang_until_client_leaves(request)
-            raise ConnectionResetError("simulated timeout: client gone")
+            return _drop_connection(request)
         if fault == "slow":
             await asyncio.sleep(cfg.faults.slow_s)
 
@@ -570,6 +576,7 @@ class Simulator:
                 await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
                 if req.done.is_set():
                     break
+                await asyncio.sleep(self.config.stream_interval_s)
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
         except (ConnectionResetError, ConnectionError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import random
 
-import httpx
+import asyncio
+
+import aiohttp
 import pytest
 
 from jobrunner.sglang_client import (
@@ -34,10 +36,10 @@ def test_request_errors_are_not_retryable(status):
 
 
 def test_transport_failures_are_retryable_other_exceptions_not():
-    request = httpx.Request("POST", "http://127.0.0.1:1/generate")
-    assert is_retryable(httpx.ConnectError("refused", request=request))
-    assert is_retryable(httpx.ReadTimeout("slow", request=request))
-    assert is_retryable(httpx.RemoteProtocolError("reset", request=request))
+    assert is_retryable(aiohttp.ServerDisconnectedError())
+    assert is_retryable(aiohttp.ClientOSError(104, "Connection reset by peer"))
+    assert is_retryable(aiohttp.ClientPayloadError("cut mid-body"))
+    assert is_retryable(asyncio.TimeoutError())
     assert not is_retryable(InvalidResponse("bad"))
     assert not is_retryable(ValueError("x"))
 
