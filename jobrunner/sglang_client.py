@@ -235,12 +235,14 @@ def retry_rid(rid: str, retry: int) -> str:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Capped exponential backoff with full jitter, bounded by attempts and by total time."""
+    """Capped exponential backoff with full jitter, bounded by attempts and optionally by the
+    total time of one generate call (its generation time included, so a bound shorter than a
+    long response would forbid retrying it: off by default)."""
 
     max_attempts: int = 6
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
-    max_elapsed_s: float | None = 600.0
+    max_elapsed_s: float | None = None
     seed: int | None = None
 
 

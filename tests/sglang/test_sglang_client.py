@@ -186,3 +186,21 @@ async def test_cancelled_generate_leaks_no_connection(start_sim, clients):
     assert r.finish_reason == "length"
     stats = sim.stats
     assert stats.aborted == 1 and stats.running == 0
+
+
+async def test_retries_stop_at_the_time_bound(start_sim, clients):
+    sim, url = await start_sim(faults={"http_503": 1.0}, **FAST)
+    policy = RetryPolicy(max_attempts=1000, base_delay_s=0.05, max_delay_s=0.05, max_elapsed_s=0.3, seed=0)
+    started = time.monotonic()
+    with pytest.raises(RequestFailed):
+        await clients(url, retry=policy).generate([1], None, make_rid("run", "x", 0))
+    assert time.monotonic() - started < 2 and 1 < sim.stats.faults["http_503"] < 1000
+
+
+async def test_abort_all(start_sim, clients):
+    _, url = await start_sim(**LONG)
+    client = clients(url)
+    tasks = [asyncio.create_task(client.generate([i], {"max_new_tokens": None}, make_rid("run", str(i), 0))) for i in range(3)]
+    await asyncio.sleep(0.2)
+    await client.abort_all()
+    assert {r.finish_reason for r in await asyncio.gather(*tasks)} == {"abort"}

@@ -292,3 +292,25 @@ def test_cli_serves_until_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_run_in_thread_serves_sync_callers():
+    from jobrunner.simulator import SimConfig, run_in_thread
+
+    url, handle = run_in_thread(SimConfig(profile="fixed:4", **FAST))
+    try:
+        body = httpx.post(f"{url}/generate", json={"input_ids": [1, 2]}, timeout=5).json()
+        assert body["meta_info"]["completion_tokens"] == 4
+        assert handle.stats.completed == 1
+    finally:
+        handle.stop()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/health", timeout=2)
+
+
+async def test_speedup_scales_simulated_time(start_sim):
+    # 1000 tokens at 100 tokens/s is 10 s of simulated time; 50x faster is 0.2 s
+    _, url = await start_sim(profile="fixed:1000", per_request_tps=100, speedup=50)
+    started = time.monotonic()
+    body = (await _post(url, {"input_ids": [1], "sampling_params": {"max_new_tokens": 2000}})).json()
+    assert body["meta_info"]["completion_tokens"] == 1000 and time.monotonic() - started < 3
