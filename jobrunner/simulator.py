@@ -464,7 +464,9 @@ class Simulator:
         max_new = params.get("max_new_tokens", 128)
         if n_prompt >= cfg.context_len:
             return f"The input ({n_prompt} tokens) is longer than the model's context length ({cfg.context_len} tokens)."
-        if max_new is not None and n_prompt + max_new > cfg.context_len:
+        # `>=` as in TokenizerManager._validate_one_request: prompt + max_new_tokens must stay
+        # strictly below the context length (REFERENCE.md's `>` is one token off)
+        if max_new is not None and n_prompt + max_new >= cfg.context_len:
             return (
                 f"Requested token count exceeds the model's maximum context length of {cfg.context_len} tokens. "
                 f"You requested a total of {n_prompt + max_new} tokens: {n_prompt} tokens from the input messages "
@@ -474,7 +476,8 @@ class Simulator:
         digest = _ids_digest(prompt)
         rng = seeded_rng(cfg.seed, "length", profile.name, digest, params.get("sampling_seed"))
         natural = max(profile.sample(rng), params.get("min_new_tokens") or 0)
-        n, finish = plan_response(natural, max_new, cfg.context_len - n_prompt, bool(params.get("ignore_eos")), cfg.eos_token_id)
+        room = cfg.context_len - 1 - n_prompt  # the scheduler's cap when max_new_tokens is null
+        n, finish = plan_response(natural, max_new, room, bool(params.get("ignore_eos")), cfg.eos_token_id)
         return n, finish, rng.getrandbits(48)
 
     async def _handle_generate(self, request: web.Request) -> web.StreamResponse:

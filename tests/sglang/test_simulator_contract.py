@@ -55,6 +55,7 @@ async def test_default_max_new_tokens_is_128_and_top_level_unknowns_are_ignored(
         ({"max_new_tokens": 16.0}, "object"),
         ({"top_p": 1.5}, "nested"),
         ({"max_new_tokens": 100}, "nested"),  # prompt 30 + 100 > context 64
+        ({"max_new_tokens": 34}, "nested"),  # prompt 30 + 34 == context 64: SGLang refuses that too
     ],
 )
 async def test_bad_requests_get_sglangs_400_shapes(start_sim, sampling_params, shape):
@@ -314,3 +315,13 @@ async def test_speedup_scales_simulated_time(start_sim):
     started = time.monotonic()
     body = (await _post(url, {"input_ids": [1], "sampling_params": {"max_new_tokens": 2000}})).json()
     assert body["meta_info"]["completion_tokens"] == 1000 and time.monotonic() - started < 3
+
+
+async def test_context_boundary_and_null_max_new_tokens(start_sim):
+    _, url = await start_sim(context_len=64, profile="fixed:1000", **FAST)
+    r = await _post(url, {"input_ids": list(range(30)), "sampling_params": {"max_new_tokens": 33}})
+    assert r.status_code == 200 and r.json()["meta_info"]["finish_reason"] == {"type": "length", "length": 33}
+    r = await _post(url, {"input_ids": list(range(30)), "sampling_params": {"max_new_tokens": None}})
+    assert r.json()["meta_info"]["completion_tokens"] == 64 - 1 - 30
+    r = await _post(url, {"input_ids": list(range(64))})
+    assert r.status_code == 400 and "longer than the model's context length" in r.json()["error"]["message"]
