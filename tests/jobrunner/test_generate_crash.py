@@ -17,7 +17,7 @@ from jobrunner import output
 from tests.jobrunner.conftest import write_prompts
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS = 120
+ROWS = 120  # the soak uses more, so that each of its kills still lands in generation
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def write_config(tmp_path, url, tokenizer_path, prompts, name) -> Path:
     path.write_text(json.dumps({
         "server_url": url, "output_root": str(tmp_path / name), "tokenizer_path": tokenizer_path,
         "startup_timeout_s": 20, "progress_interval_s": 0.3, "run_id": name,
-        "datasets": [{"name": "d", "path": prompts, "budget_tokens": 10**9, "concurrency": 8}],
+        "datasets": [{"name": "d", "path": prompts, "budget_tokens": 10**9, "concurrency": 16}],
     }))
     return path
 
@@ -58,18 +58,25 @@ def read_records(root: Path) -> dict[int, dict]:
     return by_row
 
 
-def assert_final(root: Path, reference: dict[int, dict]) -> None:
+def assert_final(root: Path, reference: dict[int, dict], rows: int) -> None:
     got = read_records(root)
-    assert sorted(got) == sorted(reference) == list(range(ROWS))
+    assert sorted(got) == sorted(reference) == list(range(rows))
     for row, r in got.items():
         assert r["output_ids"] == reference[row]["output_ids"]
     s = output.read_summary(root, "d", 0)
     assert s.completion_tokens == sum(r["completion_tokens"] for r in got.values())
-    assert s.records == ROWS and s.records_bytes == output.part_path(root, "d", 0).stat().st_size
+    assert s.records == rows and s.records_bytes == output.part_path(root, "d", 0).stat().st_size
 
 
-def kill_and_resume(tmp_path, sim_url, tokenizer_path, kills: int, seed: int) -> None:
-    prompts = write_prompts(tmp_path / "prompts.jsonl", ROWS)
+def wait_for_growth(path: Path, size: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.stat().st_size > size) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def kill_and_resume(tmp_path, sim_url, tokenizer_path, kills: int, seed: int, rows: int = ROWS) -> None:
+    prompts = write_prompts(tmp_path / "prompts.jsonl", rows)
     ref = start(write_config(tmp_path, sim_url, tokenizer_path, prompts, "reference"))
     assert ref.wait(timeout=120) == 0, ref.stderr.read()
     reference = read_records(tmp_path / "reference")
@@ -78,10 +85,14 @@ def kill_and_resume(tmp_path, sim_url, tokenizer_path, kills: int, seed: int) ->
     root = tmp_path / "killed"
     rng = random.Random(seed)
     seen: dict[int, dict] = {}
+    part = output.part_path(root, "d", 0)
     for _ in range(kills):
         proc = start(config)
-        # Most of a process's first seconds are imports; kill from then to well into generation.
-        time.sleep(rng.uniform(0.5, 6.0))
+        if rng.random() < 0.25:  # anywhere in startup and recovery
+            time.sleep(rng.uniform(0.0, 4.0))
+        else:  # while responses are being written
+            wait_for_growth(part, part.stat().st_size if part.exists() else 0, proc)
+            time.sleep(rng.uniform(0.0, 0.8))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         now = read_records(root) if root.exists() else {}
@@ -90,7 +101,7 @@ def kill_and_resume(tmp_path, sim_url, tokenizer_path, kills: int, seed: int) ->
         seen = now
     last = start(config)
     assert last.wait(timeout=120) == 0, last.stderr.read()
-    assert_final(root, reference)
+    assert_final(root, reference, rows)
 
 
 def test_sigkill_at_random_moments_then_resume(tmp_path, sim_url, tokenizer_path):
@@ -99,7 +110,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, sim_url, tokenizer_path
 
 @pytest.mark.slow
 def test_sigkill_soak(tmp_path, sim_url, tokenizer_path):
-    kill_and_resume(tmp_path, sim_url, tokenizer_path, kills=50, seed=2)
+    kill_and_resume(tmp_path, sim_url, tokenizer_path, kills=50, seed=2, rows=1200)
 
 
 def test_sigterm_stops_cleanly_and_resume_completes(tmp_path, sim_url, tokenizer_path):
