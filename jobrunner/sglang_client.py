@@ -351,6 +351,14 @@ def parse_generate_response(body: Any) -> GenerateResult:
     )
 
 
+def aborted_result(rid: str, attempts: int, message: str) -> GenerateResult:
+    """The result of a generate the caller aborted when the server gave no abort response."""
+    return GenerateResult(
+        output_ids=[], finish_reason="abort", prompt_tokens=0, completion_tokens=0, cached_tokens=0,
+        e2e_latency=0.0, rid=rid, meta={"finish_reason": {"type": "abort", "message": message}}, attempts=attempts,
+    )
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     model_id: str
@@ -398,6 +406,9 @@ class SGLangClient:
         self._session: aiohttp.ClientSession | None = None
         # rid given by the caller -> rid of the attempt now in flight (differs after a retry)
         self._current_rid: dict[str, str] = {}
+        # rids the caller aborted while their generate was in flight: never resent
+        self._aborted: set[str] = set()
+        self._in_flight: set[str] = set()  # rids whose generate call is running
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -472,10 +483,15 @@ class SGLangClient:
         attempt_rid = rid
         attempt = 0
         last_error: BaseException | int | None = None
+        if rid in self._in_flight:
+            raise ValueError(f"generate already running for rid {rid!r}")
         self._current_rid[rid] = rid
+        self._in_flight.add(rid)
         cancelled = False
         try:
             while True:
+                if rid in self._aborted:  # aborted during the backoff: do not resend
+                    return aborted_result(attempt_rid, attempt, f"aborted by the caller after {last_error!r}")
                 attempt += 1
                 body = {"input_ids": list(input_ids), "sampling_params": params, "rid": attempt_rid, **extra}
                 try:
@@ -490,9 +506,15 @@ class SGLangClient:
                         result.rid = attempt_rid
                         result.attempts = attempt
                         return result
+                    if rid in self._aborted:
+                        # some SGLang versions answer an aborted request with a 400 or a 500
+                        # instead of a 200 whose finish_reason is abort
+                        return aborted_result(attempt_rid, attempt, parse_error_message(payload))
                     if not is_retryable(status):
                         raise BadRequest(parse_error_message(payload), status)
                     last_error = status
+                if rid in self._aborted:
+                    return aborted_result(attempt_rid, attempt, f"aborted by the caller after {last_error!r}")
                 delay = backoff_delay(attempt, policy.base_delay_s, policy.max_delay_s, self._rng)
                 elapsed = time.monotonic() - started
                 if attempt >= policy.max_attempts or (
@@ -510,17 +532,28 @@ class SGLangClient:
             cancelled = True  # keep the rid mapping: the caller's abort(rid) needs it
             raise
         finally:
+            self._in_flight.discard(rid)
+            self._aborted.discard(rid)
             if not cancelled:
                 self._current_rid.pop(rid, None)
 
     # ---- abort -------------------------------------------------------------------------------
 
     async def abort(self, rid: str) -> None:
-        """Ask the server to abort `rid` (and the retry rid now standing in for it, if any)."""
-        for r in {rid, self._current_rid.pop(rid, rid)}:
+        """Ask the server to abort `rid` (and the retry rid now standing in for it, if any). A
+        generate still running for `rid` then returns finish_reason "abort" and is not resent."""
+        if rid in self._in_flight:
+            self._aborted.add(rid)  # the running generate sees it and cleans up
+            current = self._current_rid.get(rid, rid)
+        else:
+            current = self._current_rid.pop(rid, rid)  # left behind by a cancelled generate
+        for r in {rid, current}:
             await self._post_abort({"rid": r})
 
     async def abort_all(self) -> None:
+        self._aborted.update(self._in_flight)
+        for rid in [r for r in self._current_rid if r not in self._in_flight]:
+            del self._current_rid[rid]
         await self._post_abort({"abort_all": True})
 
     async def _post_abort(self, body: dict[str, Any]) -> None:

@@ -95,6 +95,9 @@ class SimConfig:
     speedup: float = 1.0  # simulated seconds per real second
     tick_s: float = 0.01
     disconnect_poll_s: float = 4.0
+    # What an aborted non-streaming request answers: 200 with finish_reason abort (REFERENCE.md);
+    # some SGLang versions raise instead and answer 400 {"error": {"message"}} (or a 500).
+    abort_status: int = 200
     stream_interval_s: float = 0.05  # at most one SSE event per request this often (events are cumulative)
     eos_token_id: int = 2
     vocab_size: int = 32_000
@@ -550,6 +553,11 @@ class Simulator:
         for req in reqs:
             await req.done.wait()
         out = [req.response for req in reqs]
+        if cfg.abort_status != 200:
+            reasons = [r["meta_info"]["finish_reason"] for r in out]
+            aborted = next((f for f in reasons if f.get("type") == "abort"), None)
+            if aborted is not None:
+                return _error(cfg.abort_status, {"error": {"message": aborted["message"]}})
         return web.json_response(out if is_batch else out[0])
 
     async def _hang_until_client_leaves(self, request: web.Request) -> None:
@@ -599,6 +607,10 @@ class Simulator:
             return _error(400, {"object": "error", "message": "Request body must be a JSON object", "code": 400})
         given = body.get("rid")
         abort_all = bool(body.get("abort_all"))
+        if not abort_all and given not in self._live:
+            # TokenizerManager.abort_request forwards only a rid it holds exactly; the scheduler
+            # then aborts every rid starting with it
+            return web.Response(status=200)
         for req in self._live.values():
             if abort_all or (isinstance(given, str) and prefix_matches(req.rid, given)):
                 if req.abort_message is None:
@@ -708,6 +720,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--fault-rate-{name.replace('http_', '').replace('_', '-')}", dest=f"fault_{name}",
                             type=float, default=0.0, help=f"probability of a {name} fault per request")
     parser.add_argument("--slow-s", type=float, default=f.slow_s)
+    parser.add_argument("--abort-status", type=int, default=d.abort_status,
+                        help="HTTP status of an aborted request: 200 (finish_reason abort), or 400/500 like some versions")
 
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
@@ -717,7 +731,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         max_running_requests=args.max_running, max_queued_requests=args.max_queued, context_len=args.context_len,
         startup_delay_s=args.startup_delay, warmup_s=args.warmup, speedup=args.speedup,
         disconnect_poll_s=args.disconnect_poll, eos_token_id=args.eos_token_id, vocab_size=args.vocab_size,
-        model_path=args.model_path, faults=faults, host=args.host, port=args.port,
+        model_path=args.model_path, faults=faults, host=args.host, port=args.port, abort_status=args.abort_status,
     )
 
 

@@ -204,3 +204,28 @@ async def test_abort_all(start_sim, clients):
     await asyncio.sleep(0.2)
     await client.abort_all()
     assert {r.finish_reason for r in await asyncio.gather(*tasks)} == {"abort"}
+
+
+@pytest.mark.parametrize("abort_status", [400, 500])
+async def test_abort_answered_with_an_error_is_an_abort_not_a_retry(start_sim, clients, abort_status):
+    sim, url = await start_sim(abort_status=abort_status, **LONG)
+    client = clients(url)
+    rid = make_rid("run", "x", 0)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
+    await asyncio.sleep(0.2)
+    await client.abort(rid)
+    result = await task
+    assert (result.finish_reason, result.attempts) == ("abort", 1)
+    assert sim.stats.requests == 1  # never resent
+
+
+async def test_abort_during_backoff_stops_the_retries(start_sim, clients):
+    sim, url = await start_sim(faults={"http_503": 1.0}, **FAST)
+    client = clients(url, retry=RetryPolicy(max_attempts=50, base_delay_s=0.3, max_delay_s=0.3, seed=1))
+    rid = make_rid("run", "x", 0)
+    task = asyncio.create_task(client.generate([1], None, rid))
+    while sim.stats.faults["http_503"] == 0:
+        await asyncio.sleep(0.01)
+    await client.abort(rid)
+    result = await task
+    assert result.finish_reason == "abort" and sim.stats.faults["http_503"] <= 2

@@ -325,3 +325,25 @@ async def test_context_boundary_and_null_max_new_tokens(start_sim):
     assert r.json()["meta_info"]["completion_tokens"] == 64 - 1 - 30
     r = await _post(url, {"input_ids": list(range(64))})
     assert r.status_code == 400 and "longer than the model's context length" in r.json()["error"]["message"]
+
+
+async def test_abort_needs_an_exact_rid_to_reach_the_prefix_match(start_sim):
+    sim, url = await start_sim(profile="fixed:100000", per_request_tps=200, context_len=200_000)
+    async with httpx.AsyncClient(base_url=url, timeout=10) as c:
+        task = asyncio.create_task(c.post("/generate", json={"input_ids": [1], "rid": "job10", "sampling_params": {"max_new_tokens": None}}))
+        await asyncio.sleep(0.2)
+        await c.post("/abort_request", json={"rid": "job"})  # no request is called exactly "job"
+        await asyncio.sleep(0.1)
+        assert not task.done() and sim.stats.aborted == 0
+        await c.post("/abort_request", json={"rid": "job10"})
+        assert (await task).json()["meta_info"]["finish_reason"]["type"] == "abort"
+
+
+async def test_abort_answered_with_an_error_status_like_some_versions(start_sim):
+    _, url = await start_sim(abort_status=400, profile="fixed:100000", per_request_tps=200, context_len=200_000)
+    async with httpx.AsyncClient(base_url=url, timeout=10) as c:
+        task = asyncio.create_task(c.post("/generate", json={"input_ids": [1], "rid": "r", "sampling_params": {"max_new_tokens": None}}))
+        await asyncio.sleep(0.2)
+        await c.post("/abort_request", json={"rid": "r"})
+        r = await task
+        assert r.status_code == 400 and "Abort" in r.json()["error"]["message"]
