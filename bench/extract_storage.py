@@ -86,7 +86,7 @@ def main() -> int:
           f"max {max(lengths)}), hidden {args.hidden}, {per_token} B/token, {len(index['shards'])} shards")
     print(f"{'layout':<44} {'bytes':>14} {'vs minimum':>10}")
     print(f"{'unpadded minimum (tokens x B/token)':<44} {minimum:>14} {1.0:>10.3f}")
-    print(f"{'draftgen shards, as written':<44} {written:>14} {written / minimum:>10.3f}   (goal 1.00)")
+    print(f"{'draftgen shards, as written':<44} {written:>14} {written / minimum:>10.4f}   (goal 1.00)")
     print(f"{'SpecForge padded, same length-sorted batches':<44} {sorted_padded:>14} {sorted_padded / minimum:>10.3f}")
     print(f"{'SpecForge padded, batches in corpus order':<44} {order_padded:>14} {order_padded / minimum:>10.3f}")
     print(f"SpecForge drop_last would also lose {dropped} samples ({dropped_tokens} tokens); draftgen loses none")

@@ -231,6 +231,8 @@ def test_cli_config_file_and_overrides(gen_root, tmp_path, capsys):
     assert cli_main(["merge", "--output-root", str(gen_root), "--config", str(cfg), "--seed", "4"]) == 0
     m = corpus.read_manifest(gen_root / "corpus")
     assert m["policies"]["truncated"] == "drop" and m["policies"]["seed"] == 4 and m["policies"]["shard_records"] == 50
+    assert cli_main(["merge", "--output-root", str(gen_root), "--export", "speculators-jsonl"]) == 0
+    assert (gen_root / "corpus" / "exports" / "speculators-jsonl" / "train.jsonl").stat().st_size > 0
     cfg.write_text("trunctated: drop\n")
     assert cli_main(["merge", "--output-root", str(gen_root), "--config", str(cfg)]) == 2
     assert "unknown settings" in capsys.readouterr().err
