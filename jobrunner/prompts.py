@@ -60,11 +60,12 @@ def max_new_tokens_for(
 ) -> int | None:
     """max_new_tokens to send, or None to skip the prompt.
 
-    SGLang answers 400 when prompt + max_new_tokens exceeds the context length (REFERENCE.md).
-    `skip` drops a prompt that does not fit with the full `wanted`; `clamp` asks for the room
-    left instead, and drops the prompt only when less than `min_room` tokens are left.
+    SGLang answers 400 unless prompt + max_new_tokens < context length (`>=` is refused in
+    TokenizerManager._validate_one_request; REFERENCE.md's `>` is one token off), so the room is
+    context - prompt - 1. `skip` drops a prompt that does not fit with the full `wanted`; `clamp`
+    asks for the room left instead, and drops the prompt only when less than `min_room` is left.
     """
-    room = context_length - prompt_tokens
+    room = context_length - prompt_tokens - 1
     if room >= wanted:
         return wanted
     if policy == "clamp" and room >= max(1, min_room):
@@ -138,7 +139,7 @@ class PromptPreparer:
         if max_new is None:
             return SkippedRow(
                 row.row, "prompt_too_long",
-                f"{len(ids)} prompt tokens leave {self.context_length - len(ids)} of {self.context_length} "
+                f"{len(ids)} prompt tokens leave {self.context_length - len(ids) - 1} of {self.context_length} "
                 f"(policy {self.policy}, wanted {wanted}, min room {self.min_room})",
             )
         return Prompt(row.row, ids, cls.name, max_new)

@@ -109,7 +109,7 @@ async def test_prompts_too_long_for_the_context_are_skipped_or_clamped(make_sim,
     await run_generate(config(sim2, tmp_path, tokenizer_path, ds, context={"policy": "clamp", "min_room_tokens": 8}))
     recs = records(tmp_path, "b")
     assert len(recs) == 200
-    assert all(r["finish_reason"] == "length" and r["prompt_tokens"] + r["completion_tokens"] == 60 for r in recs)
+    assert all(r["finish_reason"] == "length" and r["prompt_tokens"] + r["completion_tokens"] == 59 for r in recs)
 
 
 async def test_injected_faults_leave_every_sample_accounted_for(make_sim, tmp_path, tokenizer_path, prompts_file):
