@@ -1,0 +1,1 @@
+"""draftgen's Kubernetes operator (kopf). Run it with `draftgen operator`."""

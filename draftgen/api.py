@@ -1,0 +1,308 @@
+"""The DatasetGeneration API (draftgen.io/v1alpha1): spec and status as pydantic models.
+
+This is the one definition of the API. The CRD in crds/ is generated from it (`python -m
+draftgen.crd`), with its descriptions (what `kubectl explain` shows) and its CEL rules; the
+operator and the local runner parse objects with it. Field names are camelCase as in every
+Kubernetes API.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from jobrunner.sglang_client import SAMPLING_PARAM_KINDS
+
+GROUP = "draftgen.io"
+VERSION = "v1alpha1"
+KIND = "DatasetGeneration"
+PLURAL = "datasetgenerations"
+SHORT_NAME = "dsgen"
+# Child names are "<name>-<suffix>" with suffixes up to 12 characters ("-report-r007"), and a Job's
+# pods add 6 more; 45 keeps every one a valid 63-character label value.
+MAX_NAME_LENGTH = 45
+MAX_REPLICAS = 64
+MAX_DATASETS = 64
+
+
+def cel(rule: str, message: str, reason: str | None = None, field_path: str | None = None) -> dict:
+    out = {"rule": rule, "message": message}
+    if reason:
+        out["reason"] = reason
+    if field_path:
+        out["fieldPath"] = field_path
+    return out
+
+
+def k8s(**extensions) -> dict:
+    """Schema extensions for a field (x-kubernetes-*), written with python names."""
+    names = {"validations": "x-kubernetes-validations", "preserve": "x-kubernetes-preserve-unknown-fields",
+             "list_type": "x-kubernetes-list-type", "list_map_keys": "x-kubernetes-list-map-keys",
+             "embedded": "x-kubernetes-embedded-resource", "int_or_string": "x-kubernetes-int-or-string"}
+    return {names[k]: v for k, v in extensions.items()}
+
+
+IMMUTABLE = k8s(validations=[cel("self == oldSelf", "is immutable: it cannot change once generation started")])
+QUANTITY = k8s(validations=[cel("isQuantity(self)", "must be a Kubernetes quantity such as 64Gi")])
+FREE_FORM = k8s(preserve=True)
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# --- spec -----------------------------------------------------------------------------------------
+
+class ChatTemplate(Model):
+    """Options for the model's own chat template."""
+
+    enable_thinking: bool | None = Field(None, description=(
+        "Thinking on or off, passed to the chat template as `enable_thinking` and `thinking`. "
+        "Unset: the template's default."))
+    kwargs: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM, description=(
+        "Extra keyword arguments for the model's chat template (transformers apply_chat_template)."))
+
+    def template_kwargs(self) -> dict[str, Any]:
+        thinking = {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking,
+                                                            "thinking": self.enable_thinking}
+        return {**thinking, **self.kwargs}
+
+
+class TargetModel(Model):
+    """The target model: its checkpoint and tokenizer on a volume, and how prompts are templated."""
+
+    claim_name: str = Field(min_length=1, description="PersistentVolumeClaim holding the checkpoint; mounted read-only.")
+    mount_path: str = Field("/models", pattern=r"^/", description="Where the model volume is mounted in the pods.")
+    path: str = Field(min_length=1, description="The checkpoint's folder, relative to the model volume.")
+    tokenizer: str | None = Field(None, description="Tokenizer folder relative to the model volume (default: path).")
+    chat_template: ChatTemplate = Field(default_factory=ChatTemplate, description="Chat-template options.")
+    context_length: int = Field(16384, ge=256, le=1048576, description="Context length the server runs with.")
+
+    def checkpoint_path(self) -> str:
+        return f"{self.mount_path.rstrip('/')}/{self.path}"
+
+    def tokenizer_path(self) -> str:
+        return f"{self.mount_path.rstrip('/')}/{self.tokenizer or self.path}"
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+class Server(Model):
+    """The SGLang generation server: one replica per GPU node, run as a native sidecar of the generate pod."""
+
+    image: str = Field(min_length=1, description="SGLang image run as the generation pods' native sidecar.")
+    command: list[str] = Field(["python3", "-m", "sglang.launch_server"],
+                               description="The server's command; draftgen adds model, parallelism, host and port.")
+    args: list[str] = Field(default_factory=list, description="Extra server arguments (e.g. --mem-fraction-static 0.88).")
+    tensor_parallel_size: int = Field(8, ge=1, le=64, description="SGLang --tp-size.")
+    gpus_per_replica: int = Field(8, ge=1, le=64, description="nvidia.com/gpu per generation pod (one pod per node).")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="Generation pods, each on its own GPU node.")
+    port: int = Field(30000, ge=1024, le=65535, description="The server's port inside the pod.")
+    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM, description=(
+        "Extra resources for the server container (cpu, memory); nvidia.com/gpu comes from gpusPerReplica."))
+    node_selector: dict[str, str] = Field(default_factory=lambda: {"nvidia.com/gpu.present": "true"},
+                                          description="Node selector of the generation pods.")
+    tolerations: list[dict[str, Any]] = Field(default_factory=lambda: [dict(GPU_TOLERATION)],
+                                              json_schema_extra={"items": FREE_FORM},
+                                              description="Tolerations of the generation pods.")
+    shm_size: str = Field("64Gi", json_schema_extra=QUANTITY, description="Size of the memory-backed /dev/shm.")
+    startup_timeout_seconds: int = Field(3600, ge=60, le=86400, description=(
+        "How long the server may take to load weights, compile and capture graphs before its pod fails."))
+
+
+class SamplingParams(Model):
+    """SGLang's sampling_params, typed so a misspelt key (max_tokens, seed) is refused at admission."""
+    model_config = ConfigDict(extra="forbid", alias_generator=None)  # SGLang's own snake_case names
+    temperature: float | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    top_k: int | None = Field(None, ge=-1)
+    min_p: float | None = Field(None, ge=0, le=1)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    repetition_penalty: float | None = Field(None, gt=0, le=2)
+    min_new_tokens: int | None = Field(None, ge=0)
+    stop: list[str] | None = None
+    stop_token_ids: list[int] | None = None
+    ignore_eos: bool | None = None
+    skip_special_tokens: bool | None = None
+    spaces_between_special_tokens: bool | None = None
+    no_stop_trim: bool | None = None
+    sampling_seed: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+assert set(SamplingParams.model_fields) <= set(SAMPLING_PARAM_KINDS), "sampling params SGLang does not know"
+
+
+class PromptClass(Model):
+    """A class of prompts by length, with its own concurrency and max_new_tokens."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")
+    max_prompt_tokens: int | None = Field(None, ge=1, description="Prompts up to this length; unset: the rest.")
+    concurrency: int = Field(ge=1, le=4096, description="Requests in flight per replica for this class.")
+    max_new_tokens: int = Field(ge=1, description="max_new_tokens for this class's prompts.")
+
+
+def default_prompt_classes() -> list[PromptClass]:
+    """The reference run's table: short prompts at 150 in flight with 10,240 new tokens, long at 32 with 16,384."""
+    return [PromptClass(name="short", max_prompt_tokens=2048, concurrency=150, max_new_tokens=10240),
+            PromptClass(name="long", concurrency=32, max_new_tokens=16384)]
+
+
+class Dataset(Model):
+    """One prompt dataset and its token budget."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$", description="Unique name (DNS label, <= 40).")
+    path: str = Field(min_length=1, max_length=512, json_schema_extra=IMMUTABLE,
+                      description="Prompt file on the output volume (relative) or an absolute path in the pod.")
+    format: Literal["auto", "jsonl", "parquet"] = Field("auto", json_schema_extra=IMMUTABLE)
+    pretokenized: bool = Field(False, json_schema_extra=IMMUTABLE,
+                               description="Rows carry input_ids used as they are (no chat template).")
+    budget_tokens: int = Field(ge=1, description="Completion tokens to keep for this dataset, over all replicas.")
+    sample_cap: int | None = Field(None, ge=1, description="Optional cap on completed responses.")
+    prompt_class: str | None = Field(None, max_length=16,
+                                     description="Put every prompt in this class instead of classing by length.")
+    max_new_tokens: int | None = Field(None, ge=1, description="Overrides the prompt class's max_new_tokens.")
+    concurrency: int | None = Field(None, ge=1, description="Overrides the prompt class's concurrency.")
+    sampling_params: SamplingParams = Field(default_factory=SamplingParams, description=(
+        "SGLang sampling_params (its own snake_case names); max_new_tokens comes from the class or dataset."))
+
+
+class Output(Model):
+    """Where prompts are read from and everything is written: a PersistentVolumeClaim never deleted by draftgen."""
+
+    claim_name: str = Field(min_length=1, description="PersistentVolumeClaim for prompts and outputs; mounted at /data.")
+    path: str | None = Field(None, pattern=r"^[^/]", description="Folder on the volume for this run (default: the object's name).")
+
+
+class Merge(Model):
+    """How the generated responses become one training corpus."""
+
+    truncated: Literal["keep", "drop", "mark"] = Field("mark", description=(
+        "Responses cut at max_new_tokens: keep them, drop them, or keep and mark them."))
+    dedupe: bool = Field(True, description="Drop exact duplicates by token content.")
+    seed: int = Field(0, description="Seed of the shuffle and the train/eval split.")
+    eval_fraction: float = Field(0.01, ge=0, lt=1, description="Share of samples in the eval split.")
+    shard_records: int = Field(100000, ge=1, description="Records per output shard.")
+    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
+
+
+class Extraction(Model):
+    """EAGLE-3 hidden-state extraction over the merged corpus."""
+
+    enabled: bool = Field(False, description="Extract the target model's EAGLE-3 hidden states after the merge.")
+    layers: list[int] | None = Field(None, max_length=8, description=(
+        "Output layers of the auxiliary states (default {1, N/2-1, N-4} for N decoder layers)."))
+    backend: Literal["transformers"] = "transformers"
+    dtype: Literal["bf16", "fp16"] = "bf16"
+    final_state: Literal["post-norm", "pre-norm"] = Field("post-norm", description=(
+        "Store the last hidden state after the final norm (as SpecForge) or before it (as speculators)."))
+    max_length: int = Field(16384, ge=16, description="Longest sequence extracted.")
+    too_long: Literal["truncate", "skip"] = Field("truncate", description="What happens to longer sequences.")
+    shard_mb: int = Field(1024, ge=1, description="Target size of a safetensors shard.")
+    gpus: int = Field(8, ge=0, le=64, description="nvidia.com/gpu of the extraction pod.")
+    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
+
+
+class DatasetGenerationSpec(Model):
+    """What to generate, with which model and server, within which budgets."""
+
+    model: TargetModel = Field(json_schema_extra=IMMUTABLE, description="The target model (immutable).")
+    server: Server
+    runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
+    prompt_classes: list[PromptClass] = Field(
+        default_factory=default_prompt_classes, max_length=8,
+        json_schema_extra={**k8s(list_type="map", list_map_keys=["name"], validations=[
+            cel("self.filter(c, !has(c.maxPromptTokens)).size() == 1",
+                "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)")])},
+        description="Prompt classes by prompt length, each with its concurrency and max_new_tokens.")
+    datasets: list[Dataset] = Field(min_length=1, max_length=MAX_DATASETS,
+                                    json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
+    output: Output = Field(json_schema_extra=IMMUTABLE)
+    merge: Merge = Field(default_factory=Merge)
+    extraction: Extraction = Field(default_factory=Extraction)
+    suspend: bool = Field(False, description="Delete running Jobs and keep all data; false resumes where it stopped.")
+    queue_name: str | None = Field(None, description="Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name).")
+
+    def dataset(self, name: str) -> Dataset:
+        return next(d for d in self.datasets if d.name == name)
+
+
+SPEC_RULES = [
+    cel("self.server.gpusPerReplica % self.server.tensorParallelSize == 0",
+        "server.gpusPerReplica must be a multiple of server.tensorParallelSize", field_path=".server.gpusPerReplica"),
+    cel("self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
+        "self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in ['short', 'long']))",
+        "datasets[].promptClass must name one of promptClasses", field_path=".datasets"),
+    cel("!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
+        "extraction.layers must be >= 0", field_path=".extraction.layers"),
+]
+
+
+# --- status ---------------------------------------------------------------------------------------
+
+Phase = Literal["Pending", "Generating", "Merging", "Extracting", "Succeeded", "Failed", "Suspended"]
+DatasetStateName = Literal["Pending", "Generating", "BudgetMet", "Exhausted", "Failed"]
+
+
+class Condition(Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    observed_generation: int | None = None
+
+
+class DatasetStatus(Model):
+    """One dataset's progress over all replicas."""
+
+    name: str
+    budget_tokens: int = 0
+    tokens: int = 0
+    samples: int = 0
+    state: DatasetStateName = "Pending"
+    truncated: int = 0
+    skipped: int = 0
+    tokens_per_second: float = 0.0
+    last_update: str | None = None
+
+
+class Capacity(Model):
+    """An estimate written before any GPU is taken."""
+
+    tokens: int = 0
+    hidden_state_bytes: int = 0
+    gpu_hours: float = 0.0
+    assumptions: str = ""
+
+
+class StageJobs(Model):
+    generation: list[str] = Field(default_factory=list)
+    merge: str | None = None
+    extract: str | None = None
+
+
+class DatasetGenerationStatus(Model):
+    """Written by the operator alone."""
+
+    phase: Phase = "Pending"
+    stage: Literal["Generating", "Merging", "Extracting", "Done"] | None = Field(None, description=(
+        "Where the pipeline stands (phase shows Suspended or Failed over it)."))
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list,
+                                        json_schema_extra=k8s(list_type="map", list_map_keys=["type"]))
+    datasets: list[DatasetStatus] = Field(default_factory=list,
+                                          json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
+    tokens: int = 0
+    budget_tokens: int = 0
+    progress: str = ""
+    jobs: StageJobs = Field(default_factory=StageJobs)
+    start_time: str | None = None
+    completion_time: str | None = None
+    capacity: Capacity | None = None

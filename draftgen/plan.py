@@ -1,0 +1,299 @@
+"""The plan: every child object of a DatasetGeneration, as a pure function of its spec.
+
+Names are deterministic ("<name>-gen-r000", "<name>-merge", ...) so an operator restarted at any
+moment finds what it already created instead of creating it twice. The local runner uses the same
+`generate_config` so a laptop run and a cluster run generate alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from . import api
+
+LABEL_NAME = "draftgen.io/name"
+LABEL_COMPONENT = "draftgen.io/component"
+LABEL_REPLICA = "draftgen.io/replica"
+LABEL_REPORT = "draftgen.io/report"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+CONFIG_HASH_ANNOTATION = "draftgen.io/config-hash"
+DATA_MOUNT = "/data"
+CONFIG_MOUNT = "/etc/draftgen"
+GENERATE_CONFIG_KEY = "generate.yaml"
+REPORT_KEY = "progress.json"
+EXIT_BAD_CONFIG = 2  # jobrunner's exit code for a configuration error: retrying cannot help
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """What the operator adds that the spec does not say."""
+    runner_image: str = "draftgen/jobrunner:0.1.0"
+    extra_pod_labels: tuple[tuple[str, str], ...] = ()  # e.g. the local kubelet's label in tests and demos
+
+
+# --- names ----------------------------------------------------------------------------------------
+
+def service_account_name(name: str) -> str:
+    return f"{name}-runner"
+
+
+def config_map_name(name: str, digest: str) -> str:
+    return f"{name}-config-{digest}"
+
+
+def report_name(name: str, replica: int) -> str:
+    return f"{name}-report-r{replica:03d}"
+
+
+def generation_job_name(name: str, replica: int) -> str:
+    return f"{name}-gen-r{replica:03d}"
+
+
+def merge_job_name(name: str) -> str:
+    return f"{name}-merge"
+
+
+def extract_job_name(name: str) -> str:
+    return f"{name}-extract"
+
+
+def labels(name: str, component: str, **extra: str) -> dict[str, str]:
+    return {LABEL_NAME: name, LABEL_COMPONENT: component, **extra}
+
+
+def output_root(name: str, spec: api.DatasetGenerationSpec) -> str:
+    return f"{DATA_MOUNT}/{spec.output.path or name}"
+
+
+def dataset_path(spec: api.DatasetGenerationSpec, dataset: api.Dataset) -> str:
+    return dataset.path if dataset.path.startswith("/") else f"{DATA_MOUNT}/{dataset.path}"
+
+
+# --- the generate config (shared with the local runner) ------------------------------------------
+
+def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_root: str, replica: int = 0,
+                    tokenizer_path: str | None = None, dataset_paths: dict[str, str] | None = None,
+                    coordination: dict[str, Any] | None = None, run_id: str = "draftgen") -> dict[str, Any]:
+    """jobrunner's GenerateConfig (as a dict) for one replica of this spec."""
+    return {
+        "server_url": server_url,
+        "startup_timeout_s": float(spec.server.startup_timeout_seconds),
+        "output_root": output_root,
+        "run_id": run_id,
+        "replica": replica,
+        "replicas": spec.server.replicas,
+        "tokenizer_path": tokenizer_path or spec.model.tokenizer_path(),
+        "chat_template_kwargs": spec.model.chat_template.template_kwargs(),
+        "context": {"length": spec.model.context_length},
+        "prompt_classes": [{"name": c.name, "max_prompt_tokens": c.max_prompt_tokens, "concurrency": c.concurrency,
+                            "max_new_tokens": c.max_new_tokens} for c in spec.prompt_classes],
+        "datasets": [{
+            "name": d.name,
+            "path": (dataset_paths or {}).get(d.name) or dataset_path(spec, d),
+            "format": d.format,
+            "pretokenized": d.pretokenized,
+            "budget_tokens": d.budget_tokens,
+            "sample_cap": d.sample_cap,
+            "prompt_class": d.prompt_class,
+            "max_new_tokens": d.max_new_tokens,
+            "concurrency": d.concurrency,
+            "sampling_params": d.sampling_params.as_dict(),
+        } for d in spec.datasets],
+        **({"coordination": coordination} if coordination else {}),
+    }
+
+
+# --- child objects --------------------------------------------------------------------------------
+
+def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
+    """Least privilege for the pods: read their own DatasetGeneration, read and write their own reports."""
+    sa = service_account_name(name)
+    reports = [report_name(name, r) for r in range(spec.server.replicas)]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "labels": labels(name, "rbac")}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": sa, "labels": labels(name, "rbac")},
+         "rules": [
+             {"apiGroups": [api.GROUP], "resources": [api.PLURAL], "resourceNames": [name], "verbs": ["get"]},
+             {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": reports,
+              "verbs": ["get", "patch", "update"]},
+         ]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": sa, "labels": labels(name, "rbac")},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
+         "subjects": [{"kind": "ServiceAccount", "name": sa}]},
+    ]
+
+
+def report_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
+    """One empty report per replica, created by the operator (RBAC cannot limit `create` by name)."""
+    return [{"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": report_name(name, r),
+                          "labels": labels(name, "report", **{LABEL_REPORT: "true", LABEL_REPLICA: str(r)})},
+             "data": {}} for r in range(spec.server.replicas)]
+
+
+def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec) -> dict:
+    """The generate config, named by its content's hash: a changed config is a new object, and the
+    Jobs that mount it say by name which config they run."""
+    # The pod passes --server-url http://$(POD_IP):PORT (Kubernetes expands it in args, not in files).
+    config = generate_config(
+        spec, server_url="http://localhost:%d" % spec.server.port, output_root=output_root(name, spec),
+        coordination={"kind": "kubernetes", "name": name, "namespace": namespace}, run_id=name)
+    text = yaml.safe_dump(config, sort_keys=False)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": config_map_name(name, digest), "labels": labels(name, "config"),
+                         "annotations": {CONFIG_HASH_ANNOTATION: digest}},
+            "data": {GENERATE_CONFIG_KEY: text}}
+
+
+def config_digest(config: dict) -> str:
+    return config["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
+
+
+def _pod_env(name: str, namespace_field: bool = True) -> list[dict]:
+    return [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "DRAFTGEN_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "DRAFTGEN_NAME", "value": name}]
+
+
+def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config: str | None, shm: bool) -> list[dict]:
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": spec.output.claim_name}}]
+    if model:
+        volumes.append({"name": "model", "persistentVolumeClaim": {"claimName": spec.model.claim_name,
+                                                                   "readOnly": True}})
+    if config:
+        volumes.append({"name": "config", "configMap": {"name": config}})
+    if shm:
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.server.shm_size}})
+    return volumes
+
+
+def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings,
+         pod_spec: dict, *, backoff_limit: int, extra_labels: dict[str, str] | None = None) -> dict:
+    job_labels = labels(name, component, **(extra_labels or {}))
+    metadata: dict[str, Any] = {"name": job_name, "labels": dict(job_labels)}
+    job_spec: dict[str, Any] = {
+        "backoffLimit": backoff_limit,
+        # Configuration errors fail at once; disruptions (preemption, drain, eviction) are retried
+        # without counting against the backoff limit, since a restarted pod resumes its output.
+        "podFailurePolicy": {"rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [EXIT_BAD_CONFIG]}},
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        ]},
+        "template": {"metadata": {"labels": {**job_labels, **dict(settings.extra_pod_labels)}},
+                     "spec": {"restartPolicy": "Never", **pod_spec}},
+    }
+    if spec.queue_name:  # Kueue admits the Job by unsuspending it
+        metadata["labels"][KUEUE_QUEUE_LABEL] = spec.queue_name
+        job_spec["suspend"] = True
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
+
+
+def _with_gpus(resources: dict[str, Any], gpus: int) -> dict[str, Any]:
+    limits = {**resources.get("limits", {}), **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+    return {**resources, "limits": limits}
+
+
+def server_args(spec: api.DatasetGenerationSpec) -> list[str]:
+    s = spec.server
+    return ["--model-path", spec.model.checkpoint_path(), "--tp-size", str(s.tensor_parallel_size),
+            "--host", "$(POD_IP)", "--port", str(s.port), "--context-length", str(spec.model.context_length),
+            *s.args]
+
+
+def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
+                   config: dict) -> dict:
+    s = spec.server
+    probe_period = 10
+    server = {
+        "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
+        "command": s.command, "args": server_args(spec), "env": _pod_env(name),
+        "ports": [{"name": "http", "containerPort": s.port}],
+        "resources": _with_gpus(s.resources, s.gpus_per_replica),
+        # The port opens only after the weights load, and /ready answers only after warm-up;
+        # a 1 TB checkpoint with graph capture can take most of the startup timeout.
+        "startupProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": probe_period,
+                         "timeoutSeconds": 5, "failureThreshold": math.ceil(s.startup_timeout_seconds / probe_period)},
+        # /health runs a one-token generate with a 20 s timeout inside SGLang.
+        "livenessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 30,
+                          "timeoutSeconds": 25, "failureThreshold": 4},
+        "volumeMounts": [{"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
+                         {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    runner = {
+        "name": "generate", "image": spec.runner_image or settings.runner_image,
+        "command": ["jobrunner", "generate", "--config", f"{CONFIG_MOUNT}/{GENERATE_CONFIG_KEY}",
+                    "--replica", str(replica), "--server-url", "http://$(POD_IP):%d" % s.port],
+        "env": [*_pod_env(name), {"name": "DRAFTGEN_REPORT", "value": report_name(name, replica)}],
+        "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
+        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
+                         {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
+    }
+    pod_spec = {
+        "serviceAccountName": service_account_name(name),
+        "nodeSelector": s.node_selector, "tolerations": s.tolerations,
+        # One generation pod per GPU node: replicas never share a node's GPUs.
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": labels(name, "generate")},
+            "topologyKey": "kubernetes.io/hostname"}]}},
+        "terminationGracePeriodSeconds": 30,
+        "initContainers": [server], "containers": [runner],
+        "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True),
+    }
+    job = _job(name, generation_job_name(name, replica), "generate", spec, settings, pod_spec, backoff_limit=6,
+               extra_labels={LABEL_REPLICA: str(replica)})
+    job["metadata"]["annotations"] = {CONFIG_HASH_ANNOTATION: config_digest(config)}
+    return job
+
+
+def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
+    m = spec.merge
+    root = output_root(name, spec)
+    container = {
+        "name": "merge", "image": spec.runner_image or settings.runner_image,
+        "command": ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
+                    "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
+                    "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe"],
+        "resources": m.resources or {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
+    }
+    pod_spec = {"serviceAccountName": service_account_name(name), "containers": [container],
+                "volumes": _volumes(name, spec, model=False, config=None, shm=False)}
+    return _job(name, merge_job_name(name), "merge", spec, settings, pod_spec, backoff_limit=3)
+
+
+def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
+    e = spec.extraction
+    root = output_root(name, spec)
+    container = {
+        "name": "extract", "image": spec.runner_image or settings.runner_image,
+        "command": ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
+                    "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
+                    "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
+                    *(["--device-map", "auto"] if e.gpus else []),
+                    *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])],
+        "resources": _with_gpus(e.resources, e.gpus),
+        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
+                         {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    pod_spec = {"serviceAccountName": service_account_name(name), "containers": [container],
+                "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
+    if e.gpus:
+        pod_spec.update(nodeSelector=spec.server.node_selector, tolerations=spec.server.tolerations)
+    return _job(name, extract_job_name(name), "extract", spec, settings, pod_spec, backoff_limit=3)
+
+
+def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
+    """Objects that exist for the whole life of a DatasetGeneration, whatever its stage."""
+    return [*rbac_objects(name, spec), *report_objects(name, spec)]

@@ -1,0 +1,47 @@
+"""Job policy: which Jobs must exist now, and which must go?
+
+Generation Jobs go the moment generation is over (deleted with Foreground propagation by the
+caller, so the GPUs are free in seconds) and when their config is stale (a budget changed while
+they ran: they are replaced, and the new pods resume from the stored output). Every unfinished Job
+goes while suspended. A Job still being deleted counts as present, so its replacement waits for it.
+"""
+
+from __future__ import annotations
+
+from draftgen import plan
+from draftgen.observed import JobState
+from draftgen.policies.stage_policy import Stage
+
+LATER_STAGES = {"generate": ("Generating",), "merge": ("Generating",), "extract": ("Generating", "Merging")}
+
+
+def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_hash: str) -> list[str]:
+    doomed = []
+    for job in jobs:
+        if job.deleting:
+            continue
+        if suspended and not job.succeeded:
+            doomed.append(job.name)
+        elif job.component == "generate" and (stage != "Generating" or job.config_hash != config_hash):
+            doomed.append(job.name)
+        elif job.component in ("merge", "extract") and stage in LATER_STAGES[job.component]:
+            doomed.append(job.name)  # the pipeline went back before this Job's stage: its output is stale
+    return sorted(doomed)
+
+
+def jobs_to_create(name: str, stage: Stage, replicas: int, present: set[str]) -> list[tuple[str, int]]:
+    """(component, replica) of each Job the stage needs that does not exist yet."""
+    wanted: list[tuple[str, int, str]] = []
+    if stage == "Generating":
+        wanted = [("generate", r, plan.generation_job_name(name, r)) for r in range(replicas)]
+    elif stage == "Merging":
+        wanted = [("merge", 0, plan.merge_job_name(name))]
+    elif stage == "Extracting":
+        wanted = [("extract", 0, plan.extract_job_name(name))]
+    return [(component, r) for component, r, job_name in wanted if job_name not in present]
+
+
+def generation_jobs_finished(jobs: list[JobState], replicas: int, config_hash: str) -> bool:
+    """Every replica's generation Job of the current config succeeded: no prompts are left to send."""
+    done = [j for j in jobs if j.component == "generate" and j.succeeded and j.config_hash == config_hash]
+    return len(done) >= replicas

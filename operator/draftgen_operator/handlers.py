@@ -1,0 +1,140 @@
+"""The kopf handlers: read the world from in-memory indexes, call draftgen.reconcile.decide, write.
+
+Every DatasetGeneration is reconciled on create, on a spec change, on operator start, and on a
+timer every FOLD_INTERVAL seconds; the timer is what folds the pods' reports into status. Indexes
+(kept current by watches) make a tick cost no API read; a tick writes only what changed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+
+import kopf
+from kubernetes import client, config
+from pydantic import ValidationError
+
+from draftgen import api, plan
+from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
+from draftgen.observed import World, job_state_from
+from draftgen.reconcile import decide
+
+from . import metrics
+from .apply import apply_decision, report_from
+
+log = logging.getLogger("draftgen.operator")
+FOLD_INTERVAL = float(os.environ.get("DRAFTGEN_FOLD_INTERVAL", "2"))
+
+
+def settings_from_env() -> plan.OperatorSettings:
+    extra = os.environ.get("DRAFTGEN_EXTRA_POD_LABELS", "")
+    pairs = tuple(tuple(kv.split("=", 1)) for kv in extra.split(",") if "=" in kv)
+    return plan.OperatorSettings(runner_image=os.environ.get("DRAFTGEN_RUNNER_IMAGE", plan.OperatorSettings.runner_image),
+                                 extra_pod_labels=pairs)
+
+
+SETTINGS = settings_from_env()
+OWNED = {plan.LABEL_NAME: kopf.PRESENT}
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_):
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    # Handler progress in annotations under our own prefix; status belongs to draftgen alone.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="draftgen.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="draftgen.io")
+    settings.posting.level = logging.WARNING  # events: ours, and kopf's warnings, not every handler's success
+    settings.watching.server_timeout = 270  # re-list regularly: the usual cure for a frozen watch
+    settings.execution.max_workers = 8
+    metrics.serve()
+
+
+# --- indexes: the observed world, kept current by watches -------------------------------------------
+
+@kopf.index("batch", "v1", "jobs", labels=OWNED)
+def jobs_index(namespace, labels, body, **_):
+    return {(namespace, labels[plan.LABEL_NAME]): job_state_from(dict(body))}
+
+
+@kopf.index("", "v1", "configmaps", labels=OWNED)
+def configmaps_index(namespace, labels, name, body, **_):
+    return {(namespace, labels[plan.LABEL_NAME]): (name, report_from(body))}
+
+
+@kopf.index("", "v1", "serviceaccounts", labels=OWNED)
+def serviceaccounts_index(namespace, labels, name, **_):
+    return {(namespace, labels[plan.LABEL_NAME]): ("ServiceAccount", name)}
+
+
+@kopf.index("rbac.authorization.k8s.io", "v1", "roles", labels=OWNED)
+def roles_index(namespace, labels, name, **_):
+    return {(namespace, labels[plan.LABEL_NAME]): ("Role", name)}
+
+
+@kopf.index("rbac.authorization.k8s.io", "v1", "rolebindings", labels=OWNED)
+def rolebindings_index(namespace, labels, name, **_):
+    return {(namespace, labels[plan.LABEL_NAME]): ("RoleBinding", name)}
+
+
+@kopf.index("", "v1", "persistentvolumeclaims")
+def claims_index(namespace, name, **_):
+    return {namespace: name}
+
+
+def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
+    key = (namespace, name)
+    configmaps = list(indexes["configmaps_index"].get(key, []))
+    reports = {r["replica"]: r for _, r in configmaps if r is not None and isinstance(r.get("replica"), int)}
+    existing = {("ConfigMap", n) for n, _ in configmaps}
+    for index in ("serviceaccounts_index", "roles_index", "rolebindings_index"):
+        existing |= set(indexes[index].get(key, []))
+    claims = set(indexes["claims_index"].get(namespace, []))
+    missing = tuple(c for c in dict.fromkeys([spec.output.claim_name, spec.model.claim_name]) if c not in claims)
+    jobs = {j.name: j for j in indexes["jobs_index"].get(key, [])}
+    return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing)
+
+
+# --- reconcile ------------------------------------------------------------------------------------
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
+    indexes = {k: v for k, v in kwargs.items() if k.endswith("_index")}
+    previous = DatasetGenerationStatus.model_validate(dict(status or {}))
+    try:
+        parsed = DatasetGenerationSpec.model_validate(dict(spec))
+    except ValidationError as e:  # admission normally refuses this; never crash-loop on it
+        problems = "; ".join(f"spec.{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        patch.status["phase"] = "Failed"
+        kopf.warn(body, reason="InvalidSpec", message=problems)
+        return
+    try:
+        decision = decide(name, namespace, meta.get("generation", 1), parsed, previous,
+                          observe(namespace, name, parsed, indexes), SETTINGS, now())
+        apply_decision(body, namespace, decision)
+    except Exception:
+        metrics.RECONCILE_ERRORS.labels(namespace, name).inc()
+        raise
+    new = decision.status.model_dump(by_alias=True, mode="json")
+    if new != previous.model_dump(by_alias=True, mode="json"):
+        patch.status.update(new)
+    metrics.observe(namespace, name, decision.status, indexes["jobs_index"].get((namespace, name), []))
+
+
+RESOURCE = (api.GROUP, api.VERSION, api.PLURAL)
+kopf.on.create(*RESOURCE, id="reconcile-on-create")(reconcile)
+kopf.on.update(*RESOURCE, field="spec", id="reconcile-on-spec-change")(reconcile)
+kopf.on.resume(*RESOURCE, id="reconcile-on-resume")(reconcile)
+kopf.timer(*RESOURCE, interval=FOLD_INTERVAL, sharp=True, id="fold")(reconcile)
+
+
+@kopf.on.delete(api.GROUP, api.VERSION, api.PLURAL, optional=True)
+def forget(name, namespace, **_):
+    """Children go by owner references (the data volume has none, so it stays); metrics go here."""
+    metrics.forget(namespace, name)
