@@ -45,7 +45,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobrunner.sglang_client import InvalidSamplingParams, validate_sampling_params
+from jobrunner.sglang_client import SAMPLING_PARAM_DEFAULTS, InvalidSamplingParams, validate_sampling_params
 from jobrunner.sim_profiles import LengthProfile, get_profile, seeded_rng
 
 SIM_VERSION = "0.5.0-sim"
@@ -464,7 +464,7 @@ class Simulator:
         """(tokens, finish_reason, token key) for one prompt, or SGLang's message for a too-long one."""
         cfg = self.config
         n_prompt = len(prompt)
-        max_new = params.get("max_new_tokens", 128)
+        max_new = params.get("max_new_tokens", SAMPLING_PARAM_DEFAULTS["max_new_tokens"])
         if n_prompt >= cfg.context_len:
             return f"The input ({n_prompt} tokens) is longer than the model's context length ({cfg.context_len} tokens)."
         # `>=` as in TokenizerManager._validate_one_request: prompt + max_new_tokens must stay
