@@ -442,7 +442,10 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     """Run one generate process to completion; returns its exit status."""
     tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
-    async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry) as client:
+    # Room for every class's requests plus the aborts, so an abort never waits for a connection.
+    connections = sum(c.concurrency for c in config.prompt_classes) + 64
+    async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
+                            max_connections=connections) as client:
         engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,95 @@
+"""Waste after a budget is met: tokens generated past the crossing, and time until the last abort.
+
+    .venv/bin/python bench/budget_waste.py [--capacity-tps 30000] [--budget 300000]
+
+The simulator runs in its own process (150 requests in flight, function-calling length profile)
+and samples its counters every 5 ms on CLOCK_MONOTONIC, shared with this process. The engine runs
+here; the moment it crosses the budget is taken from its own stop decision. Printed:
+
+- tokens the simulator generated after the crossing, as a share of the budget (goal <= 1%);
+- seconds from the crossing until nothing of the dataset runs on the server (goal <= 1 s);
+- for scale, the partial work of the requests aborted at the crossing (generated before it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobrunner.config import parse_config  # noqa: E402
+from jobrunner.coordination import FileCoordinator  # noqa: E402
+from jobrunner.generate import Engine  # noqa: E402
+from jobrunner.sglang_client import SGLangClient  # noqa: E402
+from tests.helpers.sim_process import SimulatorProcess  # noqa: E402
+
+WASTE_GOAL = 0.01
+ABORT_GOAL_S = 1.0
+
+
+async def run(args, work: Path, url: str) -> tuple[float, int]:
+    prompts = work / "prompts.jsonl"
+    with open(prompts, "w") as f:
+        for i in range(args.rows):
+            f.write(json.dumps({"input_ids": [100 + i % 900, 7, 8, 9, i % 50]}) + "\n")
+    config = parse_config({
+        "server_url": url, "output_root": str(work / "out"), "progress_interval_s": 1.0,
+        "prompt_classes": [{"name": "short", "concurrency": 150, "max_new_tokens": 10_240}],
+        "datasets": [{"name": "bench", "path": str(prompts), "pretokenized": True, "budget_tokens": args.budget}],
+    })
+    crossed: list[float] = []
+    async with SGLangClient(url, max_connections=214) as client:
+        engine = Engine(config, client, FileCoordinator(work / "coord", 0))
+        stop = engine._stop
+
+        def timed_stop(run):  # the crossing: the engine's own decision to stop the dataset
+            if not run.stopping:
+                crossed.append(time.monotonic())
+            stop(run)
+
+        engine._stop = timed_stop
+        await engine.run()
+    return crossed[0], engine.runs[0].writer.totals.completion_tokens
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--capacity-tps", type=float, default=30_000.0)
+    parser.add_argument("--budget", type=int, default=300_000)
+    parser.add_argument("--rows", type=int, default=3000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, SimulatorProcess(
+        profile="function_calling", capacity_tps=args.capacity_tps, per_request_tps=1.05 * args.capacity_tps / 150,
+        max_running_requests=256, seed=3, sample_s=0.005,
+    ) as sim:
+        crossed_at, kept = asyncio.run(run(args, Path(tmp), sim.base_url))
+        time.sleep(0.2)
+        samples = sim.samples()
+    before = [s for t, s in samples if t <= crossed_at]
+    after = [(t, s) for t, s in samples if t > crossed_at]
+    at_crossing = before[-1]["tokens_generated_total"] if before else 0
+    final = samples[-1][1]["tokens_generated_total"]
+    idle = next((t for t, s in after if s["running"] + s["queued"] == 0), None)
+    waste = (final - at_crossing) / args.budget
+    aborted_partial = final - kept
+    print(f"budget {args.budget:,} tokens, kept {kept:,}; sampled every 5 ms")
+    print(f"generated after the crossing: {final - at_crossing:,} tokens = {100 * waste:.3f}% of the budget "
+          f"(goal <= {100 * WASTE_GOAL:.0f}%) -> {'OK' if waste <= WASTE_GOAL else 'ABOVE GOAL'}")
+    if idle is None:
+        print("the server never went idle after the crossing -> FAILED")
+        return 1
+    print(f"crossing to last abort: {idle - crossed_at:.3f} s (goal <= {ABORT_GOAL_S} s) -> "
+          f"{'OK' if idle - crossed_at <= ABORT_GOAL_S else 'ABOVE GOAL'}")
+    print(f"for scale: partial work of the aborted requests (made before the crossing) {aborted_partial:,} tokens "
+          f"= {100 * aborted_partial / args.budget:.1f}% of this budget")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
