@@ -708,7 +708,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-request-tps", type=float, default=d.per_request_tps)
     parser.add_argument("--max-running", type=int, default=d.max_running_requests)
     parser.add_argument("--max-queued", type=int, default=None)
-    parser.add_argument("--context-len", type=int, default=d.context_len)
+    # sglang.launch_server's own spellings, so the simulator drops into a generation pod's sidecar as is.
+    parser.add_argument("--context-len", "--context-length", dest="context_len", type=int, default=d.context_len)
+    parser.add_argument("--tp-size", "--tensor-parallel-size", type=int, default=1, help="accepted and ignored")
+    parser.add_argument("--trust-remote-code", action="store_true", help="accepted and ignored")
     parser.add_argument("--startup-delay", type=float, default=d.startup_delay_s)
     parser.add_argument("--warmup", type=float, default=d.warmup_s)
     parser.add_argument("--speedup", type=float, default=d.speedup)
