@@ -39,3 +39,20 @@ def test_dataset_state():
     assert budget.dataset_state(100, 10, 2, 2) == "BudgetMet"
     assert budget.dataset_state(100, 10, stopped=True) == "BudgetMet"
     assert budget.dataset_state(100, 100, failed=True) == "Failed"
+
+
+def test_replica_sample_caps_add_up_to_the_cap():
+    from jobrunner.generate import replica_sample_cap
+
+    assert [replica_sample_cap(10, 3, k) for k in range(3)] == [4, 3, 3]
+    assert replica_sample_cap(None, 3, 0) is None
+
+
+def test_exit_code():
+    from jobrunner.generate import EXIT_FAILED, EXIT_OK, EXIT_RETRY_LATER, exit_code
+
+    assert exit_code({"a": "BudgetMet", "b": "Exhausted"}, 0, False, False) == EXIT_OK
+    assert exit_code({"a": "Generating"}, 3, False, False) == EXIT_RETRY_LATER
+    assert exit_code({"a": "BudgetMet"}, 3, False, False) == EXIT_OK  # the failed rows are not needed
+    assert exit_code({"a": "Generating"}, 0, True, False) == EXIT_OK  # SIGTERM
+    assert exit_code({"a": "Generating"}, 0, False, True) == EXIT_FAILED
