@@ -28,7 +28,7 @@ from jobrunner import corpus, merge  # noqa: E402
 from jobrunner.extract import extract  # noqa: E402
 from jobrunner.hidden_states import plan  # noqa: E402
 from jobrunner.output import PartWriter, sample_id  # noqa: E402
-from tests.helpers.tiny_llama import build_tiny_llama  # noqa: E402
+from draftgen.tiny_model import build_tiny_llama  # noqa: E402
 
 
 def write_corpus(root: Path, samples: int, scale: float, seed: int = 0) -> None:

@@ -33,7 +33,7 @@ from jobrunner.coordination import FileCoordinator  # noqa: E402
 from jobrunner.prompts import load_tokenizer  # noqa: E402
 from jobrunner.sglang_client import SGLangClient  # noqa: E402
 from tests.helpers.sim_process import SimulatorProcess  # noqa: E402
-from tests.helpers.tiny_tokenizer import build_tiny_tokenizer  # noqa: E402
+from draftgen.tiny_model import build_tiny_tokenizer  # noqa: E402
 
 GOAL = 0.95
 CONCURRENCY = 150

@@ -273,6 +273,14 @@ class DatasetStatus(Model):
     last_update: str | None = None
 
 
+class ReplicaStatus(Model):
+    """The last report folded from one generation replica."""
+
+    index: int
+    report_time: float | None = Field(None, description="The report's own timestamp (Unix seconds).")
+    finished: bool = False
+
+
 class Capacity(Model):
     """An estimate written before any GPU is taken."""
 
@@ -299,6 +307,8 @@ class DatasetGenerationStatus(Model):
                                         json_schema_extra=k8s(list_type="map", list_map_keys=["type"]))
     datasets: list[DatasetStatus] = Field(default_factory=list,
                                           json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
+    replicas: list[ReplicaStatus] = Field(default_factory=list,
+                                          json_schema_extra=k8s(list_type="map", list_map_keys=["index"]))
     tokens: int = 0
     budget_tokens: int = 0
     progress: str = ""

@@ -1,20 +1,148 @@
-"""`make demo`: start the local control plane and show its GPU nodes (grows into a full DatasetGeneration run)."""
+"""`make demo`: one DatasetGeneration end to end on a real (local) Kubernetes control plane.
+
+It starts the control plane (two 8-GPU KWOK nodes and a CPU node), installs the CRD, starts the
+operator, puts a tiny model and three prompt datasets on PersistentVolumes, applies
+examples/quickstart.yaml, and shows what a user would watch: `kubectl get dsgen`, the per-dataset
+budgets filling up, the generation Jobs deleted the moment the budgets are met, the merge and the
+extraction, then the corpus, the hidden states and the length statistics.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import yaml
+from kubernetes import client
 
 from draftgen.cluster.binaries import KUBECTL_HELM, ensure
 from draftgen.cluster.controlplane import LocalCluster
+from draftgen.demo_assets import build_model, write_datasets
+
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACE = "draftgen-demo"
+EXAMPLE = REPO / "examples" / "quickstart.yaml"
+CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
+
+
+def say(text: str) -> None:
+    print(f"\n\033[1m== {text}\033[0m", flush=True)
+
+
+class Demo:
+    def __init__(self, cluster: LocalCluster, workdir: Path):
+        self.cluster = cluster
+        self.workdir = workdir
+        self.kubectl = str(ensure(KUBECTL_HELM) / "kubectl")
+        self.api = cluster.api_client()
+
+    def k(self, *args: str, check: bool = True) -> str:
+        out = subprocess.run([self.kubectl, "--kubeconfig", str(self.cluster.kubeconfig), *args],
+                             capture_output=True, text=True)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr}")
+        return out.stdout
+
+    def install(self) -> None:
+        say("install the CRD; `kubectl explain` teaches the API")
+        self.k("apply", "-f", str(CRD))
+        self.k("wait", "--for=condition=Established", "crd/datasetgenerations.draftgen.io", "--timeout=60s")
+        print(self.k("explain", "dsgen.spec.datasets.budgetTokens", check=False).strip())
+        self.k("create", "namespace", NAMESPACE)
+
+    def volumes(self) -> None:
+        say("volumes: a tiny model (real tokenizer + random Llama) and three prompt datasets")
+        models = self.cluster.create_local_volume(NAMESPACE, "models")
+        data = self.cluster.create_local_volume(NAMESPACE, "data")
+        build_model(models / "tiny")
+        for name, path in write_datasets(data / "prompts").items():
+            print(f"  {name:9s} {path.name:18s} {path.stat().st_size:>8,d} bytes")
+
+    def start_operator(self, stack: ExitStack) -> None:
+        say("start the operator (kopf), its pods run for real through the local kubelet")
+        log = open(self.workdir / "operator.log", "ab")
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": "1",
+               "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true", "DRAFTGEN_METRICS_PORT": "0"}
+        proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--namespace", NAMESPACE,
+                                 "--liveness", ""], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        stack.callback(lambda: (proc.terminate(), proc.wait(15)))
+        print(f"  pid {proc.pid}, log {self.workdir / 'operator.log'}")
+
+    def run(self, timeout_s: float = 600) -> dict:
+        say(f"kubectl apply -f {EXAMPLE.relative_to(REPO)}")
+        print(self.k("apply", "-n", NAMESPACE, "-f", str(EXAMPLE)).strip())
+        custom = client.CustomObjectsApi(self.api)
+        deadline, shown, last = time.monotonic() + timeout_s, None, {}
+        while time.monotonic() < deadline:
+            obj = custom.get_namespaced_custom_object("draftgen.io", "v1alpha1", NAMESPACE, "datasetgenerations",
+                                                      "quickstart")
+            status = obj.get("status") or {}
+            line = self.k("get", "dsgen", "-n", NAMESPACE, "--no-headers", check=False).strip()
+            datasets = "  ".join(f"{d['name']}={d['tokens']}/{d['budgetTokens']}({d['state']})"
+                                 for d in status.get("datasets", []))
+            pods = self.k("get", "pods", "-n", NAMESPACE, "--no-headers", "-o",
+                          "custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName", check=False)
+            view = (line, datasets, pods)
+            if view != shown:
+                print(f"$ kubectl get dsgen   {line}\n  {datasets}")
+                for pod in pods.strip().splitlines():
+                    print(f"    pod {pod}")
+                shown = view
+            last = status
+            if status.get("phase") in ("Succeeded", "Failed"):
+                break
+            time.sleep(1)
+        return last
+
+    def show(self, status: dict) -> None:
+        say("events")
+        print(self.k("get", "events", "-n", NAMESPACE, "--field-selector", "involvedObject.kind=DatasetGeneration",
+                     "-o", "custom-columns=REASON:.reason,MESSAGE:.message", check=False).strip())
+        say("status")
+        print(yaml.safe_dump({k: status.get(k) for k in ("phase", "tokens", "budgetTokens", "progress", "capacity")},
+                             sort_keys=False).strip())
+        data = self.cluster.volumes_dir / f"{NAMESPACE}-data" / "quickstart"
+        manifest = data / "corpus" / "manifest.json"
+        if manifest.exists():
+            say(f"the corpus: {manifest.relative_to(self.cluster.state_dir)}")
+            m = json.loads(manifest.read_text())
+            print(json.dumps({k: m[k] for k in m if k in ("datasets", "splits", "policies", "totals")}, indent=1)[:2500])
+        index = data / "hidden-states" / "index.json"
+        if index.exists():
+            say("EAGLE-3 hidden states")
+            shards = sorted((data / "hidden-states").glob("*.safetensors"))
+            print(f"  {len(shards)} safetensors shard(s), {sum(s.stat().st_size for s in shards):,d} bytes, index {index}")
+        say("length statistics (jobrunner report)")
+        subprocess.run([sys.executable, "-m", "jobrunner.cli", "report", "--output-root", str(data),
+                        "--png-dir", str(self.workdir / "report")], check=False)
+        print(f"  histograms in {self.workdir / 'report'}")
 
 
 def main() -> int:
-    with LocalCluster(tempfile.mkdtemp(prefix="draftgen-demo-")) as cluster:
-        kubectl = str(ensure(KUBECTL_HELM) / "kubectl")
-        return subprocess.call([kubectl, "--kubeconfig", str(cluster.kubeconfig), "get", "nodes", "-L",
-                                "nvidia.com/gpu.product,nvidia.com/gpu.count"])
+    workdir = Path(tempfile.mkdtemp(prefix="draftgen-demo-"))
+    with ExitStack() as stack:
+        cluster = LocalCluster(workdir / "cluster")
+        cluster.start()
+        stack.callback(cluster.stop)
+        demo = Demo(cluster, workdir)
+        print(demo.k("get", "nodes", "-L", "nvidia.com/gpu.product,nvidia.com/gpu.count").strip())
+        demo.install()
+        demo.volumes()
+        demo.start_operator(stack)
+        status = demo.run()
+        demo.show(status)
+        ok = status.get("phase") == "Succeeded"
+        say("Succeeded" if ok else f"ended in phase {status.get('phase')}; logs in {workdir}")
+        if not ok:
+            cluster.keep_logs(workdir / "kept-logs")
+        return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jobrunner import budget
 
-from .api import DatasetGenerationSpec, DatasetStatus
+from .api import DatasetGenerationSpec, DatasetStatus, ReplicaStatus
 
 
 def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, dict], previous: list[DatasetStatus],
@@ -39,6 +39,13 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, dict], previous
             if state == "Generating" else 0.0,
             last_update=now if changed else old.last_update))
     return folded
+
+
+def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, dict]) -> list[ReplicaStatus]:
+    """Which report of each replica the totals include: a replica subtracts its own tokens as of that
+    report from a dataset's total to learn what the others have (jobrunner.coordination_kube)."""
+    return [ReplicaStatus(index=r, report_time=reports[r].get("updated_at"), finished=bool(reports[r].get("finished")))
+            for r in range(spec.server.replicas) if r in reports]
 
 
 def is_generation_done(datasets: list[DatasetStatus]) -> bool:

@@ -10,7 +10,7 @@ from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
 from .capacity import estimate
 from .conditions import set_condition
-from .fold import fold_reports, is_generation_done, progress_text
+from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
@@ -65,7 +65,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     if not failed:
         decision.delete_jobs = jobs_to_delete(stage, spec.suspend, jobs, digest)
         if not spec.suspend and not world.missing_claims:
-            for component, replica in jobs_to_create(name, stage, spec.server.replicas, set(world.jobs)):
+            for component, replica in jobs_to_create(name, stage, spec.server.replicas, jobs):
                 decision.create.append(_job(name, spec, component, replica, settings, config))
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", "Suspended", f"deleted {', '.join(decision.delete_jobs)}; data kept"))
@@ -85,6 +85,7 @@ def _job(name, spec, component, replica, settings, config) -> dict:
 def _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now):
     status = DatasetGenerationStatus(
         stage=stage, observed_generation=generation, conditions=list(previous.conditions), datasets=datasets,
+        replicas=fold_replicas(spec, world.reports),
         tokens=sum(d.tokens for d in datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or now,
         completion_time=previous.completion_time or (now if stage == "Done" else None),

@@ -88,8 +88,18 @@ class ContextConfig(_Strict):
 
 
 class CoordinationConfig(_Strict):
-    kind: Literal["file"] = "file"
-    directory: str | None = Field(default=None, description="None: <output_root>/coordination")
+    """`file`: JSON files in a directory (the local runner, tests). `kubernetes`: a report ConfigMap
+    per replica and the DatasetGeneration's status (generation pods; jobrunner.coordination_kube)."""
+    kind: Literal["file", "kubernetes"] = "file"
+    directory: str | None = Field(default=None, description="file: None means <output_root>/coordination")
+    name: str | None = Field(default=None, description="kubernetes: the DatasetGeneration's name")
+    namespace: str | None = Field(default=None, description="kubernetes: its namespace")
+
+    @model_validator(mode="after")
+    def _complete(self) -> CoordinationConfig:
+        if self.kind == "kubernetes" and not (self.name and self.namespace):
+            raise ValueError("kind kubernetes needs name and namespace")
+        return self
 
 
 class GenerateConfig(_Strict):

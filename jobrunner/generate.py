@@ -435,6 +435,12 @@ class Engine:
 
 
 def make_coordinator(config: GenerateConfig) -> Coordinator:
+    if config.coordination.kind == "kubernetes":
+        from jobrunner.coordination_kube import KubeCoordinator
+        from draftgen.plan import report_name
+
+        c = config.coordination
+        return KubeCoordinator(c.name, c.namespace, report_name(c.name, config.replica), config.replica)
     return FileCoordinator(config.coordination_directory(), config.replica)
 
 

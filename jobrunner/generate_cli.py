@@ -17,12 +17,16 @@ EXIT_BAD_CONFIG = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="YAML or JSON GenerateConfig (see jobrunner.config)")
     parser.add_argument("--replica", type=int, default=None, help="override the config's replica index")
+    parser.add_argument("--server-url", default=None,
+                        help="override the config's server_url (a pod passes http://$(POD_IP):PORT)")
 
 
 def main(args: argparse.Namespace) -> int:
     configure_logging()
     try:
         config = load_config(args.config)
+        if args.server_url is not None:
+            config = config.model_copy(update={"server_url": args.server_url})
         if args.replica is not None:
             config = config.model_copy(update={"replica": args.replica})
             if config.replica >= config.replicas:

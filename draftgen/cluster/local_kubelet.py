@@ -336,19 +336,24 @@ class PodRunner(threading.Thread):
             pass
 
     def _stop_all(self, grace_s: float) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM if grace_s else signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        """Main containers first, sidecars after them (as Kubernetes stops native sidecars), all
+        within the grace period; then SIGKILL."""
         deadline = time.monotonic() + grace_s
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        sidecars = {c.name for c in self.pod.spec.init_containers or [] if c.restart_policy == "Always"}
+        for group in ([p for n, p in self.procs.items() if n not in sidecars],
+                      [p for n, p in self.procs.items() if n in sidecars]):
+            for proc in group:
+                if proc.poll() is None:
+                    try:
+                        os.killpg(proc.pid, signal.SIGTERM if grace_s else signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            for proc in group:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
 
     def terminate(self, grace_s: float) -> None:
         self.terminating.set()

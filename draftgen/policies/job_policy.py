@@ -29,12 +29,14 @@ def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_h
     return sorted(doomed)
 
 
-def jobs_to_create(name: str, stage: Stage, replicas: int, present: set[str]) -> list[tuple[str, int]]:
-    """(component, replica) of each Job the stage needs that does not exist yet."""
+def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState]) -> list[tuple[str, int]]:
+    """(component, replica) of each Job the stage needs that does not exist yet. The merge waits until
+    every generation pod is gone, so no response is appended after the merge read the output."""
+    present = {j.name for j in jobs}
     wanted: list[tuple[str, int, str]] = []
     if stage == "Generating":
         wanted = [("generate", r, plan.generation_job_name(name, r)) for r in range(replicas)]
-    elif stage == "Merging":
+    elif stage == "Merging" and not any(j.component == "generate" for j in jobs):
         wanted = [("merge", 0, plan.merge_job_name(name))]
     elif stage == "Extracting":
         wanted = [("extract", 0, plan.extract_job_name(name))]

@@ -30,10 +30,14 @@ def test_reopened_generation_discards_merge_and_extract():
 
 
 def test_create_only_what_the_stage_needs_and_is_missing():
-    assert jobs_to_create("x", "Generating", 2, {"x-gen-r001"}) == [("generate", 0)]
-    assert jobs_to_create("x", "Merging", 2, set()) == [("merge", 0)]
-    assert jobs_to_create("x", "Extracting", 2, {"x-extract"}) == []
-    assert jobs_to_create("x", "Done", 2, set()) == []
+    assert jobs_to_create("x", "Generating", 2, [GEN1]) == [("generate", 0)]
+    assert jobs_to_create("x", "Merging", 2, []) == [("merge", 0)]
+    assert jobs_to_create("x", "Extracting", 2, [JobState("x-extract", "extract", active=1)]) == []
+    assert jobs_to_create("x", "Done", 2, []) == []
+
+
+def test_merge_waits_until_generation_pods_are_gone():
+    assert jobs_to_create("x", "Merging", 2, [JobState("x-gen-r000", "generate", deleting=True)]) == []
 
 
 def test_generation_finished_needs_every_replica_of_the_current_config():

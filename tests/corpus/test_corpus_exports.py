@@ -11,7 +11,7 @@ from jobrunner import corpus, exports, merge
 from jobrunner.extract import extract
 from jobrunner.hidden_states.store import load_sample
 from tests.corpus.conftest import synthetic_generation
-from tests.helpers.tiny_llama import build_tiny_llama
+from draftgen.tiny_model import build_tiny_llama
 
 
 @pytest.fixture(scope="module")

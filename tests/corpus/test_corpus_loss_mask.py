@@ -1,5 +1,5 @@
 """The corpus loss mask covers exactly the assistant tokens the chat template marks, thinking and
-tool calls included, with a real tokenizer (tests/helpers/tiny_tokenizer.py)."""
+tool calls included, with a real tokenizer (draftgen/tiny_model.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from jobrunner import corpus, merge
 from tests.corpus.conftest import generation_record, write_generation
-from tests.helpers.tiny_tokenizer import build_tiny_tokenizer
+from draftgen.tiny_model import build_tiny_tokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "weather of a city",
                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]

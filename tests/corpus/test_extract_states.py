@@ -20,7 +20,7 @@ from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
 from tests.corpus.conftest import synthetic_generation
-from tests.helpers.tiny_llama import build_tiny_llama
+from draftgen.tiny_model import build_tiny_llama
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = dict(log=lambda *_: None)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from jobrunner.simulator import SimConfig, Simulator
-from tests.helpers.tiny_tokenizer import build_tiny_tokenizer
+from draftgen.tiny_model import build_tiny_tokenizer
 
 
 @pytest.fixture(scope="session")

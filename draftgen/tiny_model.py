@@ -1,4 +1,5 @@
-"""A tiny but real tokenizer with a Qwen-style chat template, built in well under a second.
+"""A tiny but real model, built in about a second with nothing downloaded: the demo's and the tests'
+stand-in for a target checkpoint.
 
 `build_tiny_tokenizer(directory)` trains a byte-level BPE (so any text encodes, nothing is UNK) on
 a few sentences with the `tokenizers` library, adds the chat special tokens, attaches a Jinja chat
@@ -6,6 +7,8 @@ template that renders a system prompt, tools, assistant tool calls, tool results
 `enable_thinking` switch (false inserts an empty think block, as Qwen3 does), and saves it with
 `save_pretrained` so `AutoTokenizer.from_pretrained(directory)` loads it like a hub checkpoint.
 Assistant content is wrapped in `{% generation %}` so `return_assistant_tokens_mask` works.
+
+`build_tiny_llama(directory, vocab_size)` saves a seeded random `LlamaForCausalLM` beside it.
 """
 
 from __future__ import annotations
@@ -92,4 +95,26 @@ def build_tiny_tokenizer(directory: str | os.PathLike) -> str:
     fast.chat_template = CHAT_TEMPLATE
     os.makedirs(directory, exist_ok=True)
     fast.save_pretrained(str(directory))
+    return str(directory)
+
+
+def build_tiny_llama(directory: str | os.PathLike, vocab_size: int, num_layers: int = 8, hidden: int = 64,
+                     seed: int = 0) -> str:
+    """Save a seeded random `LlamaForCausalLM` (fp32) with `save_pretrained`; returns the directory."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=num_layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=False,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    # Random init leaves the RMSNorm weights at 1; random weights make a wrong pre/post-norm choice visible.
+    with torch.no_grad():
+        for module in model.modules():
+            if module.__class__.__name__.endswith("RMSNorm"):
+                module.weight.uniform_(0.5, 1.5)
+    model.save_pretrained(directory)
     return str(directory)

@@ -1,0 +1,100 @@
+"""The plan's child objects, checked field by field (the API server checks them again in tests/operator)."""
+
+import yaml
+
+from draftgen import api, plan
+from jobrunner.config import parse_config
+
+SPEC = api.DatasetGenerationSpec.model_validate({
+    "model": {"claimName": "models", "path": "kimi-k2.5", "chatTemplate": {"enableThinking": True}},
+    "server": {"image": "sglang:v0.5.23", "replicas": 2, "args": ["--mem-fraction-static", "0.88"]},
+    "datasets": [{"name": "fc", "path": "prompts/fc.jsonl", "budgetTokens": 10_000_000,
+                  "samplingParams": {"temperature": 0.6, "top_p": 0.95}}],
+    "output": {"claimName": "data"},
+    "queueName": "gpu-queue",
+})
+SETTINGS = plan.OperatorSettings(runner_image="jobrunner:test", extra_pod_labels=(("extra", "yes"),))
+
+
+def generation_pod(replica=0):
+    config = plan.config_object("k25", "ml", SPEC)
+    return plan.generation_job("k25", SPEC, replica, SETTINGS, config), config
+
+
+def test_generation_job_runs_sglang_as_a_native_sidecar_with_gpus_shm_and_probes():
+    job, config = generation_pod(1)
+    pod = job["spec"]["template"]["spec"]
+    (server,) = pod["initContainers"]
+    assert server["restartPolicy"] == "Always" and server["image"] == "sglang:v0.5.23"
+    assert server["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    args = server["args"]
+    assert args[args.index("--tp-size") + 1] == "8" and args[args.index("--model-path") + 1] == "/models/kimi-k2.5"
+    assert args[-2:] == ["--mem-fraction-static", "0.88"]
+    startup = server["startupProbe"]
+    assert startup["httpGet"]["path"] == "/ready"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 3600  # a 1 TB checkpoint's load fits
+    assert server["livenessProbe"]["httpGet"]["path"] == "/health"
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in server["volumeMounts"]
+    assert pod["tolerations"] == [api.GPU_TOLERATION] and pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert pod["serviceAccountName"] == "k25-runner" and pod["restartPolicy"] == "Never"
+    (runner,) = pod["containers"]
+    assert runner["command"][:2] == ["jobrunner", "generate"] and "--replica" in runner["command"]
+    assert runner["command"][runner["command"].index("--replica") + 1] == "1"
+    assert job["metadata"]["name"] == "k25-gen-r001"
+    assert job["spec"]["template"]["metadata"]["labels"]["extra"] == "yes"
+    assert next(v for v in pod["volumes"] if v["name"] == "config")["configMap"]["name"] == config["metadata"]["name"]
+
+
+def test_replicas_never_share_a_node():
+    job, _ = generation_pod()
+    term = job["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == {plan.LABEL_NAME: "k25", plan.LABEL_COMPONENT: "generate"}
+
+
+def test_config_errors_fail_fast_and_disruptions_do_not_count():
+    job, _ = generation_pod()
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [plan.EXIT_BAD_CONFIG]}}
+    assert rules[1]["action"] == "Ignore" and rules[1]["onPodConditions"][0]["type"] == "DisruptionTarget"
+
+
+def test_kueue_queue_suspends_the_job_for_admission():
+    job, _ = generation_pod()
+    assert job["metadata"]["labels"][plan.KUEUE_QUEUE_LABEL] == "gpu-queue" and job["spec"]["suspend"] is True
+
+
+def test_rendered_generate_config_is_a_valid_jobrunner_config():
+    _, config = generation_pod()
+    parsed = parse_config(yaml.safe_load(config["data"][plan.GENERATE_CONFIG_KEY]))
+    assert parsed.replicas == 2 and parsed.output_root == "/data/k25"
+    assert parsed.tokenizer_path == "/models/kimi-k2.5"
+    assert parsed.chat_template_kwargs == {"enable_thinking": True, "thinking": True}
+    assert parsed.datasets[0].path == "/data/prompts/fc.jsonl" and parsed.datasets[0].budget_tokens == 10_000_000
+    assert parsed.datasets[0].sampling_params == {"temperature": 0.6, "top_p": 0.95}
+    assert [c.name for c in parsed.prompt_classes] == ["short", "long"]
+
+
+def test_config_name_changes_with_its_content():
+    _, before = generation_pod()
+    raised = SPEC.model_copy(deep=True)
+    raised.datasets[0].budget_tokens += 1
+    after = plan.config_object("k25", "ml", raised)
+    assert before["metadata"]["name"] != after["metadata"]["name"]
+    assert plan.config_object("k25", "ml", SPEC)["metadata"]["name"] == before["metadata"]["name"]
+
+
+def test_role_allows_only_own_reports_and_own_object():
+    role = next(o for o in plan.rbac_objects("k25", SPEC) if o["kind"] == "Role")
+    assert {tuple(r["resourceNames"]) for r in role["rules"]} == {("k25",), ("k25-report-r000", "k25-report-r001")}
+    assert all("create" not in r["verbs"] and "list" not in r["verbs"] for r in role["rules"])
+
+
+def test_every_child_name_fits_for_the_longest_allowed_name():
+    name = "n" * api.MAX_NAME_LENGTH
+    names = [plan.generation_job_name(name, 63), plan.report_name(name, 63), plan.merge_job_name(name),
+             plan.extract_job_name(name), plan.service_account_name(name), plan.config_map_name(name, "0123456789")]
+    assert all(len(n) <= 63 for n in names)
+    assert len(plan.generation_job_name(name, 63)) + 6 <= 63  # the Job's pods add "-xxxxx"
