@@ -1,0 +1,84 @@
+{{- define "draftgen.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "draftgen.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "draftgen.labels" -}}
+{{ include "draftgen.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "draftgen.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "draftgen.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "draftgen.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+What the operator does through the API, and nothing else (operator/draftgen_operator/handlers.py,
+apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-namespace Roles.
+*/}}
+{{- define "draftgen.operatorRules" -}}
+# kopf watches DatasetGenerations, keeps handler progress in their annotations (patch) and writes
+# status through the subresource. `get` is granted to the runner Roles the operator creates, and
+# RBAC lets one grant only what one holds (escalation prevention).
+- apiGroups: [draftgen.io]
+  resources: [datasetgenerations]
+  verbs: [get, list, watch, patch]
+- apiGroups: [draftgen.io]
+  resources: [datasetgenerations/status]
+  verbs: [patch]
+# Children carry ownerReferences with blockOwnerDeletion; clusters running the
+# OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) require this for it.
+- apiGroups: [draftgen.io]
+  resources: [datasetgenerations/finalizers]
+  verbs: [update]
+# Indexed (list, watch); created; deleted on suspend, on a spec change and for retries.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [list, watch, create, delete]
+# Reports and generate configs: indexed and created. get, patch and update are granted to the
+# runners on their own reports, so the operator must hold them (escalation prevention again).
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [list, watch, create, get, patch, update]
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [list, watch, create]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [list, watch, create]
+# Missing volumes are reported in status instead of creating Jobs that cannot start.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [list, watch]
+# kopf posts core v1 events on the DatasetGeneration.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end -}}
+
+{{/* A map as "k1=v1,k2=v2", sorted: the format of DRAFTGEN_EXTRA_POD_LABELS. */}}
+{{- define "draftgen.commaPairs" -}}
+{{- $pairs := list -}}
+{{- range $key, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
