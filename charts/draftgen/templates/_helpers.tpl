@@ -82,3 +82,20 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 {{- end -}}
 {{- join "," $pairs -}}
 {{- end -}}
+
+{{/*
+kopf's own cluster-scope reads (kopf/_core/reactor/observation.py): it watches CRDs to notice the
+DatasetGeneration CRD being (re)installed while it runs, and, when given namespaces, lists and
+watches namespaces. Refused, kopf retries the namespace list for about a minute before it falls
+back to the names it was given, and then keeps logging 403s.
+*/}}
+{{- define "draftgen.scanningRules" -}}
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [list, watch]
+{{- if .Values.watchNamespaces }}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, watch]
+{{- end }}
+{{- end -}}

@@ -1,0 +1,256 @@
+"""The Helm chart: lint, schema, rendered RBAC, and installs on the session's real control plane,
+up to the real operator reconciling a DatasetGeneration with nothing but the chart's ServiceAccount."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+from kubernetes import client
+
+from draftgen import api, plan
+from tests.chart.conftest import (CHART, helm, render, service_account_token, set_args, token_kubeconfig,
+                                  tool)
+from tests.conftest import REPO, wait_for
+from tests.operator.conftest import Operator, manifest
+
+# What the API server says when RBAC refuses a ServiceAccount (a missing verb, or a Role granting more
+# than its creator holds), and what kopf logs when a watch of its own is refused.
+RBAC_REFUSAL = re.compile(r'forbidden: user \\?"system:serviceaccount:|Not enough permissions', re.IGNORECASE)
+
+
+def assert_no_rbac_refusal(operator: Operator) -> None:
+    operator.check_alive()
+    refused = [line for line in operator.log.read_text().splitlines() if RBAC_REFUSAL.search(line)]
+    assert not refused, "RBAC refused the operator:\n" + "\n".join(line[:600] for line in refused[:5])
+
+
+def by_kind(objects: list[dict], kind: str) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def covers(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
+               and not r.get("resourceNames") for r in rules)
+
+
+# --- without a cluster -------------------------------------------------------------------------------
+
+def test_chart_crd_is_the_generated_crd():
+    chart_crd = CHART / "crds" / "datasetgenerations.draftgen.io.yaml"
+    source = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
+    assert chart_crd.read_bytes() == source.read_bytes(), (
+        f"the chart's CRD differs from {source.relative_to(REPO)}; copy it: cp {source.relative_to(REPO)} "
+        f"{chart_crd.relative_to(REPO)}")
+
+
+@pytest.mark.parametrize("values", [{}, {"watchNamespaces": "{team-a,team-b}"},
+                                    {"metrics.serviceMonitor.enabled": "true", "jobPodLabels.team": "a"}])
+def test_lint(values):
+    helm("lint", "--strict", str(CHART), *set_args(values))
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"replicas": "two"}, "/replicas"),
+    ({"replicas": "2"}, "/replicas"),  # kopf has no leader election
+    ({"watchNamespaces": "{Team_A}"}, "/watchNamespaces/0"),
+    ({"image.pullPolicy": "Sometimes"}, "/image/pullPolicy"),
+    ({"metrics.port": "0"}, "/metrics/port"),
+    ({"replica": "1"}, "'replica' not allowed"),  # a typo is refused, not ignored
+])
+def test_schema_refuses_bad_values(values, says):
+    proc = helm("template", "draftgen", str(CHART), *set_args(values), check=False)
+    assert proc.returncode != 0 and "schema" in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_deployment_runs_one_operator_with_its_settings():
+    objects = render(watchNamespaces="{team-a,team-b}", runnerImage="runner:1", foldIntervalSeconds="5",
+                     **{"jobPodLabels.b": "y", "jobPodLabels.a": "x"})
+    [deployment] = by_kind(objects, "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    [container] = spec["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert container["command"] == ["draftgen", "operator"]
+    assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz", "--namespace=team-a", "--namespace=team-b"]
+    assert (env["DRAFTGEN_RUNNER_IMAGE"], env["DRAFTGEN_FOLD_INTERVAL"], env["DRAFTGEN_EXTRA_POD_LABELS"]) == (
+        "runner:1", "5", "a=x,b=y")
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_runner_image_defaults_to_the_operators_image():
+    [deployment] = by_kind(render(**{"image.tag": "1.2.3"}), "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert container["image"] == env["DRAFTGEN_RUNNER_IMAGE"] == "draftgen/jobrunner:1.2.3"
+
+
+def test_rbac_is_cluster_wide_by_default_and_per_namespace_when_namespaces_are_given():
+    [cluster_role] = by_kind(render(), "ClusterRole")
+    assert covers(cluster_role["rules"], "batch", "jobs", "create")
+    namespaced = render(watchNamespaces="{team-a,team-b}")
+    [scanning] = by_kind(namespaced, "ClusterRole")
+    assert sorted((r["resources"], r["verbs"]) for r in scanning["rules"]) == [
+        (["customresourcedefinitions"], ["list", "watch"]), (["namespaces"], ["list", "watch"])]
+    assert sorted(r["metadata"]["namespace"] for r in by_kind(namespaced, "Role")) == ["team-a", "team-b"]
+    [sa] = by_kind(namespaced, "ServiceAccount")
+    subject = [{"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "draftgen-system"}]
+    bindings = by_kind(namespaced, "RoleBinding") + by_kind(namespaced, "ClusterRoleBinding")
+    assert [b["subjects"] for b in bindings] == [subject] * 3
+    assert sorted(b["roleRef"]["name"] for b in bindings) == sorted(
+        r["metadata"]["name"] for r in by_kind(namespaced, "Role") + [scanning])
+
+
+@pytest.mark.parametrize("values", [{}, {"watchNamespaces": "{team-a}"}])
+def test_operator_holds_what_it_grants_and_nothing_broad(values):
+    """RBAC lets a ServiceAccount create a Role only with permissions it holds itself."""
+    objects = render(**values)
+    # Where the operator creates the runners' Roles: the watched namespace's Role, or cluster-wide.
+    [granting] = by_kind(objects, "Role") or by_kind(objects, "ClusterRole")
+    runner_role = next(o for o in plan.rbac_objects("x", api.DatasetGenerationSpec.model_validate(manifest()["spec"]))
+                       if o["kind"] == "Role")
+    missing = [(g, res, v) for rule in runner_role["rules"] for g in rule["apiGroups"] for res in rule["resources"]
+               for v in rule["verbs"] if not covers(granting["rules"], g, res, v)]
+    assert not missing, f"the operator grants the runners what it does not hold: {missing}"
+    for rule in (r for role in by_kind(objects, "Role") + by_kind(objects, "ClusterRole") for r in role["rules"]):
+        assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"], rule
+        assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(rule["verbs"]), rule
+        assert not {"secrets", "pods", "pods/exec", "nodes"} & set(rule["resources"]), rule
+
+
+def test_service_monitor_scrapes_the_metrics_service():
+    objects = render(**{"metrics.serviceMonitor.enabled": "true", "metrics.port": "9191"})
+    [service], [monitor] = by_kind(objects, "Service"), by_kind(objects, "ServiceMonitor")
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9191, "targetPort": "metrics"}]
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert not by_kind(render(), "ServiceMonitor")
+    proc = helm("template", "draftgen", str(CHART), *set_args({"metrics.serviceMonitor.enabled": "true",
+                                                                "metrics.service.enabled": "false"}), check=False)
+    assert proc.returncode != 0 and "metrics.service.enabled" in proc.stderr
+
+
+# --- on the session's control plane ------------------------------------------------------------------
+
+@pytest.mark.parametrize("watch_own_namespace", [False, True], ids=["cluster-wide", "namespaced"])
+def test_rendered_chart_passes_server_side_dry_run(cluster, crd, release_namespace, watch_own_namespace):
+    values = {"watchNamespaces": f"{{{release_namespace}}}"} if watch_own_namespace else {}
+    rendered = helm("template", "dry-run", str(CHART), "--include-crds", "--namespace", release_namespace,
+                    *set_args(values)).stdout
+    proc = subprocess.run([tool("kubectl"), "--kubeconfig", str(cluster.kubeconfig), "apply", "--server-side",
+                           "--dry-run=server", "--field-manager=chart-test", "-f", "-"],
+                          input=rendered, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    kinds = {line.split()[0].split("/")[0] for line in proc.stdout.splitlines()}
+    assert {"customresourcedefinition.apiextensions.k8s.io", "deployment.apps", "serviceaccount",
+            "service"} <= kinds, proc.stdout
+
+
+@dataclass
+class Release:
+    name: str
+    namespace: str
+    service_account: str
+
+
+@pytest.fixture(scope="module")
+def release(cluster, crd, release_namespace):
+    name = "draftgen"
+    helm("install", name, str(CHART), "--namespace", release_namespace, kubeconfig=cluster.kubeconfig)
+    yield Release(name, release_namespace, service_account=name)
+    helm("uninstall", name, "--namespace", release_namespace, kubeconfig=cluster.kubeconfig)
+
+
+def test_install_creates_the_operator_and_its_rbac(cluster, k8s, release):
+    apps, core, rbac = client.AppsV1Api(k8s), client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
+    deployment = apps.read_namespaced_deployment(release.name, release.namespace)
+    assert deployment.spec.replicas == 1 and deployment.spec.strategy.type == "Recreate"
+    core.read_namespaced_service_account(release.service_account, release.namespace)
+    core.read_namespaced_service(f"{release.name}-metrics", release.namespace)
+    rbac.read_cluster_role(release.name)
+    binding = rbac.read_cluster_role_binding(release.name)
+    assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [
+        ("ServiceAccount", release.service_account, release.namespace)]
+    # The namespace enforces the `restricted` Pod Security Standard: a pod exists only if admitted.
+    selector = f"app.kubernetes.io/instance={release.name}"
+    wait_for(lambda: core.list_namespaced_pod(release.namespace, label_selector=selector).items, 30,
+             "the operator's pod, admitted under the restricted Pod Security Standard", cluster)
+
+
+def test_install_refuses_a_bad_value_and_creates_nothing(cluster, k8s, release_namespace):
+    proc = helm("install", "refused", str(CHART), "--namespace", release_namespace, "--set", "replicas=two",
+                kubeconfig=cluster.kubeconfig, check=False)
+    assert proc.returncode != 0 and "/replicas" in proc.stderr, proc.stderr
+    status = helm("status", "refused", "--namespace", release_namespace, kubeconfig=cluster.kubeconfig, check=False)
+    assert status.returncode != 0 and "not found" in status.stderr, status.stderr
+    with pytest.raises(client.ApiException) as refused:
+        client.AppsV1Api(k8s).read_namespaced_deployment("refused-draftgen", release_namespace)
+    assert refused.value.status == 404
+
+
+@pytest.fixture
+def operator_identity(request, cluster, k8s, release, namespace):
+    """(ServiceAccount namespace, name, the --namespace the operator watches) for the chart's two modes:
+    the module's cluster-wide release, or a release watching only the test's namespace."""
+    if request.param == "cluster-wide":
+        yield release.namespace, release.service_account, None
+        return
+    helm("install", "scoped", str(CHART), "--namespace", release.namespace, "--set", f"watchNamespaces={{{namespace}}}",
+         kubeconfig=cluster.kubeconfig)
+    yield release.namespace, "scoped-draftgen", namespace
+    helm("uninstall", "scoped", "--namespace", release.namespace, kubeconfig=cluster.kubeconfig)
+
+
+@pytest.mark.parametrize("operator_identity", ["cluster-wide", "namespaced"], indirect=True)
+def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, operator_identity, namespace,
+                                                                   tmp_path):
+    """The real operator, authenticated as the chart's ServiceAccount, creates every child (the runner
+    Role and RoleBinding included, which RBAC allows only for permissions the operator holds), writes
+    status, deletes Jobs and posts an event; its log shows no RBAC refusal."""
+    sa_namespace, service_account, watched = operator_identity
+    token = service_account_token(k8s, sa_namespace, service_account)
+    kubeconfig = token_kubeconfig(cluster, token, tmp_path / "operator.kubeconfig")
+    for claim in ("models", "data"):
+        cluster.create_local_volume(namespace, claim, "1Gi")
+    custom = client.CustomObjectsApi(k8s)
+    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, manifest("demo"))
+    core, batch, rbac = client.CoreV1Api(k8s), client.BatchV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
+
+    def names(items):
+        return {i.metadata.name for i in items}
+
+    def reconciled():
+        assert_no_rbac_refusal(operator)
+        dg = custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "demo")
+        return ({"demo-gen-r000", "demo-gen-r001"} <= names(batch.list_namespaced_job(namespace).items)
+                and "demo-runner" in names(core.list_namespaced_service_account(namespace).items)
+                and "demo-runner" in names(rbac.list_namespaced_role(namespace).items)
+                and "demo-runner" in names(rbac.list_namespaced_role_binding(namespace).items)
+                and {"demo-report-r000", "demo-report-r001"} <= names(core.list_namespaced_config_map(namespace).items)
+                and (dg.get("status") or {}).get("phase"))
+
+    # No local-kubelet label: KWOK plays the generation pods, nothing is run on this machine.
+    operator = Operator(cluster, tmp_path, extra_env={"KUBECONFIG": str(kubeconfig), "DRAFTGEN_EXTRA_POD_LABELS": ""})
+    operator.start(watched)
+    try:
+        wait_for(reconciled, 60, "the operator to create demo's children and set its phase", cluster)
+        custom.patch_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "demo",
+                                              {"spec": {"suspend": True}})
+
+        def suspended():
+            assert_no_rbac_refusal(operator)
+            jobs = batch.list_namespaced_job(namespace).items
+            events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=demo").items
+            return (all(j.metadata.deletion_timestamp for j in jobs)
+                    and any(e.reason == "Suspended" for e in events))
+
+        wait_for(suspended, 30, "the operator to delete demo's Jobs and post a Suspended event", cluster)
+        assert_no_rbac_refusal(operator)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n--- the operator's log ends:\n{operator.log.read_text()[-3000:]}") from None
+    finally:
+        operator.stop()
+
