@@ -302,6 +302,7 @@ class ProgressView:
         self.tty = tty
         self.live = None
         self.last_plain = 0.0
+        self.last_lines: list[str] = []
 
     def __enter__(self) -> ProgressView:
         if self.tty:
@@ -317,8 +318,10 @@ class ProgressView:
         if self.live is not None:
             self.live.update(self._table(datasets), refresh=True)
         elif final or time.monotonic() - self.last_plain >= PLAIN_INTERVAL_S:
-            self.last_plain = time.monotonic()
-            print("\n".join(plain_lines(datasets)), file=self.stream, flush=True)
+            lines = plain_lines(datasets)
+            if lines != self.last_lines:  # a log gets a block only when a number moved
+                self.last_plain, self.last_lines = time.monotonic(), lines
+                print("\n".join(lines), file=self.stream, flush=True)
 
     @staticmethod
     def _table(datasets: list[DatasetStatus]):
@@ -353,14 +356,14 @@ class LocalRun:
     """One `draftgen run`: the stages, the children it starts (by PID), the signals it forwards."""
 
     def __init__(self, name: str, spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path, *,
-                 server_url: str | None = None, extract_device: str = "cpu", out=sys.stdout):
+                 server_url: str | None = None, extract_device: str = "cpu", out=None):
         self.name = name
         self.spec = local_spec(spec)
         self.requested_replicas = spec.server.replicas
         self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
         self.server_url = server_url
         self.extract_device = extract_device
-        self.out = out
+        self.out = out or sys.stdout
         self.output_root = Path(local_path(plan.output_root(name, spec), self.mounts))
         self.run_dir = self.output_root / "local-run"  # the rendered config and the children's logs
         self.generate_config = plan.generate_config(

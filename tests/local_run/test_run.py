@@ -1,0 +1,143 @@
+"""`draftgen run` end to end on tmp folders: examples/quickstart.yaml with budgets shrunk to seconds."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from draftgen import cli
+from jobrunner.output import iter_records, read_summary, record_files
+from jobrunner.simulator import SimConfig, run_in_thread
+
+from .conftest import quickstart, write_spec
+
+DATASETS = ("chat", "tools", "sharegpt")
+
+
+def draftgen_run(*argv) -> int:
+    return cli.main(["run", *map(str, argv)])
+
+
+def sample_ids(output_root: Path) -> list[str]:
+    return [r["sample_id"] for p in record_files(output_root) for r in iter_records(p)]
+
+
+def assert_budgets_met(output_root: Path, budget_tokens: int) -> None:
+    for name in DATASETS:
+        assert read_summary(output_root, name, 0).completion_tokens >= budget_tokens, name
+
+
+def files_and_times(root: Path, leave_out: str) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file() and leave_out not in p.parts}
+
+
+def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, model_dir, capsys):
+    spec = write_spec(tmp_path / "quickstart.yaml", quickstart(budget_tokens=800))
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 0
+    out = capsys.readouterr().out
+    root = data_dir / "quickstart"  # <data-dir>/<metadata.name>, as in the pods
+    assert "server.replicas=2 is ignored locally" in out
+    assert "generate: 100.0% of the budgets" in out  # the plain progress lines (stdout is not a terminal)
+    assert_budgets_met(root, 800)
+    ids = sample_ids(root)
+    assert len(ids) == len(set(ids))
+    manifest = json.loads((root / "corpus" / "manifest.json").read_text())
+    assert manifest["samples"] == len(ids)
+    index = json.loads((root / "hidden-states" / "index.json").read_text())
+    assert index["complete"] and set(index["samples"]) == set(ids)
+    assert {p.name for p in (root / "report").iterdir()} == {f"{d}.png" for d in DATASETS}
+
+    before = files_and_times(root, leave_out="report")
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 0
+    out = capsys.readouterr().out
+    for command in ("generate", "merge", "extract"):
+        assert f"{command}: done already (stored output), skipped" in out
+    assert files_and_times(root, leave_out="report") == before
+
+
+def test_ctrl_c_stops_the_children_and_a_rerun_resumes_without_duplicates(tmp_path, data_dir, model_dir, capsys):
+    spec = write_spec(tmp_path / "quickstart.yaml",
+                      quickstart(budget_tokens=3000, server_args=["--per-request-tps", "50"], extraction=False))
+    root = data_dir / "quickstart"
+    proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "run", str(spec), "--data-dir", str(data_dir),
+                             "--model-dir", str(model_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        progress = root / "coordination" / "progress-r000.json"
+        deadline = time.monotonic() + 60
+        while not (progress.exists() and any(d["completion_tokens"] for d in
+                                             json.loads(progress.read_text())["datasets"].values())):
+            assert proc.poll() is None and time.monotonic() < deadline, "no tokens before the interrupt"
+            time.sleep(0.2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) == 2  # the simulator and generate
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "rerun the same command to resume" in err
+    assert "merge:" not in out
+    assert not any(c.is_running() for c in children)
+    first = sample_ids(root)
+    assert first
+    written = {p: p.read_bytes() for p in record_files(root)}
+
+    write_spec(spec, quickstart(budget_tokens=3000, extraction=False))  # the rest at the usual speed
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 0
+    ids = sample_ids(root)
+    assert len(ids) == len(set(ids)) and set(first) < set(ids)
+    assert all(p.read_bytes().startswith(b) for p, b in written.items())  # appended to, nothing lost
+    assert_budgets_met(root, 3000)
+    assert json.loads((root / "corpus" / "manifest.json").read_text())["samples"] == len(ids)
+
+
+def test_server_url_uses_a_running_server_and_starts_none(tmp_path, data_dir, model_dir):
+    url, sim = run_in_thread(SimConfig(vocab_size=512, eos_token_id=2, context_len=2048, speedup=20))
+    try:
+        obj = quickstart(budget_tokens=500, extraction=False, output={"claimName": "data", "path": "runs/qs"})
+        spec = write_spec(tmp_path / "quickstart.yaml", obj)
+        assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir, "--server-url", url) == 0
+        assert sim.stats.completed > 0
+    finally:
+        sim.stop()
+    root = data_dir / "runs" / "qs"  # <data-dir>/<output.path>
+    assert not (root / "local-run" / "simulator.log").exists()
+    assert_budgets_met(root, 500)
+    assert (root / "corpus" / "manifest.json").exists() and not (root / "hidden-states").exists()
+
+
+def test_a_bad_spec_is_refused_naming_the_field_and_nothing_starts(tmp_path, capsys):
+    obj = quickstart()
+    obj["spec"]["datasets"][2]["budgetTokens"] = -5
+    spec = write_spec(tmp_path / "quickstart.yaml", obj)
+    assert draftgen_run(spec) == 2
+    assert "spec.datasets[2].budgetTokens: Input should be greater than or equal to 1" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_a_spec_the_api_server_would_refuse_by_cel_is_refused_here_too(tmp_path, capsys):
+    obj = quickstart()
+    obj["spec"]["datasets"][0]["promptClass"] = "medium"  # not one of promptClasses
+    spec = write_spec(tmp_path / "quickstart.yaml", obj)
+    assert draftgen_run(spec) == 2
+    err = capsys.readouterr().err
+    assert "datasets[0].prompt_class: 'medium' is not one of ['short', 'long']" in err
+    assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_a_failing_stage_is_named_with_the_end_of_its_log(tmp_path, model_dir, capsys):
+    spec = write_spec(tmp_path / "quickstart.yaml", quickstart(extraction=False))
+    empty = tmp_path / "empty"  # no prompts under --data-dir
+    empty.mkdir()
+    assert draftgen_run(spec, "--data-dir", empty, "--model-dir", model_dir) != 0
+    err = capsys.readouterr().err
+    assert "draftgen run: generate failed: exit" in err
+    assert str(empty / "prompts" / "chat.jsonl") in err
