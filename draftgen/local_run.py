@@ -378,6 +378,7 @@ class LocalRun:
             local_argv(container_command(plan.extract_job(name, self.spec, settings)), self.mounts), extract_device)
         self.statuses: list[DatasetStatus] = []
         self.child: subprocess.Popen | None = None
+        self.simulator: subprocess.Popen | None = None
         self.interrupted: int | None = None
 
     def say(self, text: str) -> None:
@@ -450,9 +451,7 @@ class LocalRun:
             self.say(f"generate: {url}, output {self.output_root}, log {log}")
             for attempt in range(1, GENERATE_ATTEMPTS + 1):
                 argv = [*JOBRUNNER, "generate", "--config", str(config_path), "--server-url", url]
-                with ProgressView(self.out, tty=self.out.isatty()) as view:
-                    code = self.run_child("generate", argv, log=log, tick=lambda: view.show(self.fold()))
-                    view.show(self.fold(generation_finished=code == 0), final=True)
+                code = self.generate_once(argv, log)
                 outcome = generate_outcome(code, attempt)
                 if outcome == "done":
                     return
@@ -461,6 +460,17 @@ class LocalRun:
                                       EXIT_BAD_INPUT if code == EXIT_BAD_INPUT else EXIT_FAILED)
                 self.say(f"generate: transient failures left rows to redo; restart {attempt} of "
                          f"{GENERATE_ATTEMPTS - 1}")
+
+    def generate_once(self, argv: list[str], log: Path) -> int:
+        """One generate process, its progress shown as it goes; returns its exit status."""
+        with ProgressView(self.out, tty=self.out.isatty()) as view:
+            def tick() -> None:
+                view.show(self.fold())
+                self.check_simulator()
+
+            code = self.run_child("generate", argv, log=log, tick=tick)
+            view.show(self.fold(generation_finished=code == 0), final=True)
+        return code
 
     @contextlib.contextmanager
     def server(self) -> Iterator[str]:
@@ -477,9 +487,20 @@ class LocalRun:
             proc = subprocess.Popen(simulator_argv(self.spec, model_path), stdout=f, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            yield self._server_url(proc, log)
+            url = self._server_url(proc, log)
+            self.simulator = proc
+            yield url
         finally:
+            self.simulator = None
             stop(proc)
+
+    def check_simulator(self) -> None:
+        """A simulator that died fails the stage now, not after generate's retries run out."""
+        proc = self.simulator
+        if proc is not None and proc.poll() is not None:
+            log = self.run_dir / "simulator.log"
+            raise StageFailed("generate", f"the simulator exited with {proc.returncode}; the end of {log}:\n"
+                                          f"{log_tail(log)}")
 
     def _server_url(self, proc: subprocess.Popen, log: Path) -> str:
         """The URL the simulator prints once it has bound its port."""

@@ -141,3 +141,28 @@ def test_a_failing_stage_is_named_with_the_end_of_its_log(tmp_path, model_dir, c
     err = capsys.readouterr().err
     assert "draftgen run: generate failed: exit" in err
     assert str(empty / "prompts" / "chat.jsonl") in err
+
+
+def test_a_simulator_that_dies_fails_generate_at_once(tmp_path, data_dir, model_dir):
+    spec = write_spec(tmp_path / "quickstart.yaml",
+                      quickstart(budget_tokens=3000, server_args=["--per-request-tps", "20"], extraction=False))
+    proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "run", str(spec), "--data-dir", str(data_dir),
+                             "--model-dir", str(model_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        progress = data_dir / "quickstart" / "coordination" / "progress-r000.json"
+        deadline = time.monotonic() + 60
+        while not (progress.exists() and any(d["in_flight"] for d in
+                                             json.loads(progress.read_text())["datasets"].values())):
+            assert proc.poll() is None and time.monotonic() < deadline, "nothing in flight"
+            time.sleep(0.2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        [simulator] = [c for c in children if "simulate" in c.cmdline()]
+        simulator.kill()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert f"draftgen run: generate failed: the simulator exited with {-signal.SIGKILL}" in err
+    assert not any(c.is_running() for c in children)
