@@ -362,10 +362,10 @@ class LocalRun:
         self.requested_replicas = spec.server.replicas
         self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
         self.server_url = server_url
-        self.extract_device = extract_device
         self.out = out or sys.stdout
         self.output_root = Path(local_path(plan.output_root(name, spec), self.mounts))
         self.run_dir = self.output_root / "local-run"  # the rendered config and the children's logs
+        # The simulator's URL is known only once it runs: generate gets it as --server-url, as in the pods.
         self.generate_config = plan.generate_config(
             self.spec, server_url=server_url or f"http://127.0.0.1:{spec.server.port}",
             output_root=str(self.output_root), tokenizer_path=local_path(spec.model.tokenizer_path(), self.mounts),
@@ -414,6 +414,7 @@ class LocalRun:
 
     def run(self) -> int:
         """Every stage the operator's stage policy asks for, each at most once; returns the exit status."""
+        self.check_checkpoint()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ran: set[Stage] = set()
         stage: Stage = "Generating"
@@ -468,7 +469,7 @@ class LocalRun:
                 view.show(self.fold())
                 self.check_simulator()
 
-            code = self.run_child("generate", argv, log=log, tick=tick)
+            code = self.run_child(argv, log=log, tick=tick)
             view.show(self.fold(generation_finished=code == 0), final=True)
         return code
 
@@ -517,21 +518,24 @@ class LocalRun:
         raise StageFailed("generate", f"the simulator printed no URL in {SERVER_URL_TIMEOUT_S:.0f} s:\n{log_tail(log)}")
 
     def merge(self) -> None:
-        self.check_child("merge", self.run_child("merge", self.merge_argv))
+        self.check_child("merge", self.run_child(self.merge_argv))
 
     def extract(self) -> None:
+        self.check_child("extract", self.run_child(self.extract_argv))
+
+    def check_checkpoint(self) -> None:
+        """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""
         from jobrunner import extract
 
         model = Path(parse_command(self.extract_argv, extract).model)
-        if not model.is_dir():
+        if self.spec.extraction.enabled and not model.is_dir():
             raise StageFailed("extract", f"the model checkpoint {model} is not a directory "
                                          "(spec.model.path under --model-dir)", EXIT_BAD_INPUT)
-        self.check_child("extract", self.run_child("extract", self.extract_argv))
 
     def report(self) -> None:
         argv = [*JOBRUNNER, "report", "--output-root", str(self.output_root),
                 "--png-dir", str(self.output_root / "report")]
-        self.check_child("report", self.run_child("report", argv))
+        self.check_child("report", self.run_child(argv))
 
     @staticmethod
     def check_child(stage: str, code: int) -> None:
@@ -540,8 +544,7 @@ class LocalRun:
 
     # ---- children and signals ----------------------------------------------------------------------
 
-    def run_child(self, stage: str, argv: list[str], log: Path | None = None,
-                  tick: Callable[[], None] | None = None) -> int:
+    def run_child(self, argv: list[str], log: Path | None = None, tick: Callable[[], None] | None = None) -> int:
         """Run one stage's process to its end (calling `tick` about once a second); its own session,
         so a terminal's Ctrl-C reaches this process alone, which forwards it (`on_signal`)."""
         if self.interrupted:

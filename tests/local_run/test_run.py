@@ -166,3 +166,11 @@ def test_a_simulator_that_dies_fails_generate_at_once(tmp_path, data_dir, model_
     assert proc.returncode == 1, err
     assert f"draftgen run: generate failed: the simulator exited with {-signal.SIGKILL}" in err
     assert not any(c.is_running() for c in children)
+
+
+def test_a_missing_checkpoint_is_found_before_any_generation(tmp_path, data_dir, capsys):
+    spec = write_spec(tmp_path / "quickstart.yaml", quickstart())
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", tmp_path / "no-models") == 2
+    err = capsys.readouterr().err
+    assert f"draftgen run: extract failed: the model checkpoint {tmp_path / 'no-models' / 'tiny'} is not a directory" in err
+    assert not (data_dir / "quickstart").exists()
