@@ -211,6 +211,13 @@ def merge_inputs(output_root: Path) -> dict[str, int]:
     return {str(p.relative_to(output_root)): p.stat().st_size for p in record_files(output_root)}
 
 
+def other_replicas(part_files: list[Path]) -> list[int]:
+    """Replicas other than 0 whose generation output is there: a cluster run with server.replicas > 1.
+    Their rows are theirs; replica 0 of 1 would generate them again under the same sample ids."""
+    found = (re.fullmatch(r"part-r(\d+)\.jsonl", p.name) for p in part_files)
+    return sorted({int(m.group(1)) for m in found if m and int(m.group(1)) != 0})
+
+
 def is_merge_current(manifest: dict | None, inputs: dict[str, int], policies: dict) -> bool:
     """A committed corpus was merged from exactly these part files, as long as they are now, with these
     settings: merging again would write the same bytes (merge is deterministic), so it is skipped."""
@@ -414,6 +421,7 @@ class LocalRun:
 
     def run(self) -> int:
         """Every stage the operator's stage policy asks for, each at most once; returns the exit status."""
+        self.check_output()
         self.check_checkpoint()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ran: set[Stage] = set()
@@ -522,6 +530,13 @@ class LocalRun:
 
     def extract(self) -> None:
         self.check_child("extract", self.run_child(self.extract_argv))
+
+    def check_output(self) -> None:
+        replicas = other_replicas(record_files(self.output_root))
+        if replicas:
+            raise StageFailed("generate", f"{self.output_root} holds the output of replicas {replicas} of a run "
+                                          "with more replicas; this machine runs replica 0 of 1 and would generate "
+                                          "their rows again: use another output.path", EXIT_BAD_INPUT)
 
     def check_checkpoint(self) -> None:
         """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""

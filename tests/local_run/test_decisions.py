@@ -163,3 +163,26 @@ def test_progress_rows_show_percent_rate_and_eta_while_generating():
 def test_durations(seconds, text):
     assert format_duration(seconds) == text
 
+
+
+def test_the_live_table_and_the_plain_lines_show_the_same_rows():
+    import io
+
+    statuses = [DatasetStatus(name="chat", budget_tokens=2000, tokens=500, state="Generating", tokens_per_second=100.0)]
+    live, plain = io.StringIO(), io.StringIO()
+    with local_run.ProgressView(live, tty=True) as view:
+        view.show(statuses)
+    with local_run.ProgressView(plain, tty=False) as view:
+        view.show(statuses, final=True)
+        view.show(statuses, final=True)  # nothing moved: no second block
+    for text in (live.getvalue(), plain.getvalue()):
+        assert "generate: 25.0% of the budgets" in text
+        assert all(cell in text for cell in ("chat", "500", "2,000", "25.0", "Generating", "100", "15s"))
+    assert "│" in live.getvalue()  # rich's table
+    assert plain.getvalue().count("of the budgets") == 1
+
+
+def test_output_of_other_replicas_is_recognised_by_its_part_names():
+    parts = [Path("generate/a/part-r000.jsonl"), Path("generate/a/part-r002.jsonl"), Path("generate/b/part-r002.jsonl")]
+    assert local_run.other_replicas(parts) == [2]
+    assert local_run.other_replicas(parts[:1]) == []

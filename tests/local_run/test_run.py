@@ -174,3 +174,13 @@ def test_a_missing_checkpoint_is_found_before_any_generation(tmp_path, data_dir,
     err = capsys.readouterr().err
     assert f"draftgen run: extract failed: the model checkpoint {tmp_path / 'no-models' / 'tiny'} is not a directory" in err
     assert not (data_dir / "quickstart").exists()
+
+
+def test_the_output_of_a_run_with_more_replicas_is_refused_untouched(tmp_path, data_dir, model_dir, capsys):
+    part = data_dir / "quickstart" / "generate" / "chat" / "part-r001.jsonl"
+    part.parent.mkdir(parents=True)
+    part.write_text('{"sample_id": "chat/000000001"}\n')
+    spec = write_spec(tmp_path / "quickstart.yaml", quickstart())
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 2
+    assert "holds the output of replicas [1]" in capsys.readouterr().err
+    assert [p.name for p in (data_dir / "quickstart").rglob("*") if p.is_file()] == [part.name]
