@@ -25,12 +25,15 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, dict], previous
         entries = [r["datasets"][dataset.name] for r in replicas if dataset.name in r.get("datasets", {})]
         tokens = sum(e.get("completion_tokens", 0) for e in entries)
         samples = sum(e.get("samples", 0) for e in entries)
+        old = before.get(dataset.name)
+        # Exhausted stays exhausted until the budget changes: the generation Jobs that proved it are
+        # deleted next, and their absence must not make the dataset look open again.
         exhausted = generation_jobs_finished or (
-            len(entries) == spec.server.replicas and all(e.get("state") == "Exhausted" for e in entries))
+            len(entries) == spec.server.replicas and all(e.get("state") == "Exhausted" for e in entries)) or (
+            old is not None and old.state == "Exhausted" and old.budget_tokens == dataset.budget_tokens)
         state = budget.dataset_state(
             dataset.budget_tokens, tokens, dataset.sample_cap, samples, started=bool(entries),
             exhausted=exhausted, failed=any(e.get("state") == "Failed" for e in entries))
-        old = before.get(dataset.name)
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
         folded.append(DatasetStatus(
             name=dataset.name, budget_tokens=dataset.budget_tokens, tokens=tokens, samples=samples, state=state,

@@ -165,7 +165,11 @@ def config_digest(config: dict) -> str:
     return config["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
 
 
-def _pod_env(name: str, namespace_field: bool = True) -> list[dict]:
+# Models and tokenizers come from the volume only: never wait on a hub from a GPU pod.
+OFFLINE_ENV = [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "TRANSFORMERS_OFFLINE", "value": "1"}]
+
+
+def _pod_env(name: str) -> list[dict]:
     return [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "DRAFTGEN_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -240,7 +244,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
         "name": "generate", "image": spec.runner_image or settings.runner_image,
         "command": ["jobrunner", "generate", "--config", f"{CONFIG_MOUNT}/{GENERATE_CONFIG_KEY}",
                     "--replica", str(replica), "--server-url", "http://$(POD_IP):%d" % s.port],
-        "env": [*_pod_env(name), {"name": "DRAFTGEN_REPORT", "value": report_name(name, replica)}],
+        "env": [*_pod_env(name), *OFFLINE_ENV],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
                          {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
@@ -289,7 +293,7 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
                     "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
                     *(["--device-map", "auto"] if e.gpus else []),
                     *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])],
-        "resources": _with_gpus(e.resources, e.gpus),
+        "resources": _with_gpus(e.resources, e.gpus), "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],

@@ -58,6 +58,9 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
 
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
     failure = None if spec.suspend else failure_of(jobs)
+    errors = [f"replica {r}: {report['error']}" for r, report in sorted(world.reports.items()) if report.get("error")]
+    if failure and errors:  # what the pod said, beside what Kubernetes says
+        failure = (failure[0], f"{failure[1]}; {'; '.join(errors)}")
     if failure and not still_failed:
         decision.events.append(("Warning", *failure))
     failed = still_failed or failure is not None

@@ -181,3 +181,16 @@ def load_config(path: str | os.PathLike) -> GenerateConfig:
     except (ValueError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: not valid YAML/JSON: {e}") from None
     return parse_config(data, str(path))
+
+
+def missing_inputs(config: GenerateConfig) -> list[str]:
+    """Inputs the config names that are not there: problems no schema can see (a PVC holding a
+    different model, a typo in a path), found before any request is sent."""
+    problems = []
+    needs_tokenizer = any(not d.pretokenized for d in config.datasets)
+    if needs_tokenizer and config.tokenizer_path and not Path(config.tokenizer_path).is_dir():
+        problems.append(f"tokenizer_path {config.tokenizer_path}: no such directory")
+    for i, d in enumerate(config.datasets):
+        if not Path(d.path).is_file():
+            problems.append(f"datasets[{i}] ({d.name}): {d.path}: no such file")
+    return problems

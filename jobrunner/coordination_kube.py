@@ -36,8 +36,8 @@ def load_kube_config() -> None:
 
 def tokens_elsewhere(status: dict, replica: int, own_tokens_at: dict[float, dict[str, int]]) -> dict[str, int]:
     """Per dataset, the status total minus this replica's tokens in the report the total includes.
-    A report we no longer remember (published before a restart) counts as all of ours: erring low
-    means only that this replica relies a little longer on the operator's stop."""
+    A report we do not remember counts as our latest one (tokens only grow, so this errs low: the
+    replica relies a little longer on the operator's stop, and never stops early)."""
     folded = next((r for r in status.get("replicas") or [] if r.get("index") == replica), None)
     if folded is None or folded.get("reportTime") is None:
         own: dict[str, int] = {}
@@ -56,15 +56,31 @@ class KubeCoordinator:
         self._own_tokens_at: OrderedDict[float, dict[str, int]] = OrderedDict()
         self._status: dict = {}
         self._polled_at = float("-inf")
+        self._remember_previous_report()
+
+    def _remember_previous_report(self) -> None:
+        """A restarted replica (a new pod, after a suspend or a budget raise) resumes its output, and
+        the status may still count the report its predecessor published last: remember that one."""
+        try:
+            data = self.core.read_namespaced_config_map(self.report, self.namespace, _request_timeout=10).data or {}
+            previous = json.loads(data.get(REPORT_KEY) or "null")
+        except Exception as e:  # none yet, or unreadable: then the status holds nothing of ours
+            log.info("no previous report for %s: %s", self.report, e)
+            return
+        if isinstance(previous, dict) and previous.get("updated_at") is not None:
+            self._remember(previous)
+
+    def _remember(self, progress: dict) -> None:
+        self._own_tokens_at[progress["updated_at"]] = {
+            n: int(d.get("completion_tokens", 0)) for n, d in (progress.get("datasets") or {}).items()}
+        while len(self._own_tokens_at) > REMEMBERED_REPORTS:
+            self._own_tokens_at.popitem(last=False)
 
     def publish(self, progress: dict) -> None:
         self.core.patch_namespaced_config_map(self.report, self.namespace,
                                               {"data": {REPORT_KEY: json.dumps(progress, sort_keys=True)}},
                                               _request_timeout=10)
-        self._own_tokens_at[progress["updated_at"]] = {
-            n: int(d.get("completion_tokens", 0)) for n, d in progress.get("datasets", {}).items()}
-        while len(self._own_tokens_at) > REMEMBERED_REPORTS:
-            self._own_tokens_at.popitem(last=False)
+        self._remember(progress)
 
     def _current_status(self) -> dict:
         if time.monotonic() - self._polled_at >= self.min_poll_s:

@@ -15,3 +15,8 @@ def test_before_any_report_was_folded_everything_is_elsewhere():
 
 def test_a_forgotten_report_errs_low():
     assert tokens_elsewhere(STATUS, 1, {200.0: {"chat": 9_000}}) == {"chat": 1_000, "code": 500}
+
+
+def test_a_restarted_replica_subtracts_its_predecessors_last_report():
+    # what _remember_previous_report seeds: the report the status still folds
+    assert tokens_elsewhere(STATUS, 0, {100.0: {"chat": 4_000, "code": 500}}) == {"chat": 6_000, "code": 0}

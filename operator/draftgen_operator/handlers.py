@@ -35,6 +35,7 @@ def settings_from_env() -> plan.OperatorSettings:
 
 
 SETTINGS = settings_from_env()
+RESTRICTED = False  # set by `draftgen operator --namespace`: watch only the given namespaces
 OWNED = {plan.LABEL_NAME: kopf.PRESENT}
 
 
@@ -50,6 +51,9 @@ def configure(settings: kopf.OperatorSettings, **_):
     settings.posting.level = logging.WARNING  # events: ours, and kopf's warnings, not every handler's success
     settings.watching.server_timeout = 270  # re-list regularly: the usual cure for a frozen watch
     settings.execution.max_workers = 8
+    # With namespaces given, kopf's restricted mode: no cluster-wide namespace scan, so the chart's
+    # namespaced RBAC needs no cluster-scope read.
+    settings.scanning.disabled = RESTRICTED
     metrics.serve()
 
 

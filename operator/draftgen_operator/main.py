@@ -18,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    from . import handlers  # noqa: F401  (registers the handlers)
+    logging.getLogger("kopf.objects").setLevel(logging.DEBUG if args.verbose else logging.WARNING)  # no line per tick
+    from . import handlers  # registers the handlers
+
+    handlers.RESTRICTED = bool(args.namespace)
 
     kopf.run(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace or (),
              liveness_endpoint=args.liveness or None)

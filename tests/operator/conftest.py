@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -71,9 +70,10 @@ class Operator:
                     **(extra_env or {})}
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Operator":
+    def start(self, namespace: str | None = None) -> "Operator":
+        scope = ["--namespace", namespace] if namespace else []
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--liveness", ""],
+            self.proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--liveness", "", *scope],
                                          env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return self
 
@@ -93,15 +93,6 @@ class Operator:
     def check_alive(self) -> None:
         if self.proc and self.proc.poll() is not None:
             raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.log.read_text()[-4000:]}")
-
-
-@pytest.fixture
-def operator_process(cluster, crd, tmp_path, request):
-    op = Operator(cluster, tmp_path).start()
-    yield op
-    op.stop()
-    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-        print(f"operator log:\n{op.log.read_text()[-6000:]}")
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

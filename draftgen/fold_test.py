@@ -1,0 +1,64 @@
+from draftgen.api import DatasetGenerationSpec, DatasetStatus
+from draftgen.fold import fold_replicas, fold_reports, is_generation_done, progress_text
+
+SPEC = DatasetGenerationSpec.model_validate({
+    "model": {"claimName": "m", "path": "p"}, "server": {"image": "i", "replicas": 2},
+    "datasets": [{"name": "a", "path": "a.jsonl", "budgetTokens": 1000},
+                 {"name": "b", "path": "b.jsonl", "budgetTokens": 500, "sampleCap": 3}],
+    "output": {"claimName": "d"}})
+
+
+def report(replica, **datasets):
+    return {"replica": replica, "updated_at": 100.0 + replica, "datasets": datasets}
+
+
+def entry(tokens, samples=1, state="Generating", truncated=0):
+    return {"completion_tokens": tokens, "samples": samples, "state": state, "truncated": truncated,
+            "tokens_per_second": 10.0}
+
+
+def by_name(folded):
+    return {d.name: d for d in folded}
+
+
+def test_totals_are_summed_over_replicas_and_the_shared_budget_decides():
+    folded = by_name(fold_reports(SPEC, {0: report(0, a=entry(600, truncated=1)), 1: report(1, a=entry(450))}, [], "t"))
+    assert folded["a"].tokens == 1050 and folded["a"].state == "BudgetMet" and folded["a"].truncated == 1
+    assert folded["b"].state == "Pending" and folded["b"].tokens == 0
+
+
+def test_reports_of_replicas_the_spec_no_longer_has_are_ignored():
+    folded = by_name(fold_reports(SPEC, {0: report(0, a=entry(100)), 5: report(5, a=entry(5000))}, [], "t"))
+    assert folded["a"].tokens == 100
+
+
+def test_exhausted_needs_every_replica_and_stays_until_the_budget_changes():
+    one = {0: report(0, a=entry(10, state="Exhausted"))}
+    assert by_name(fold_reports(SPEC, one, [], "t"))["a"].state == "Generating"
+    both = {0: report(0, a=entry(10, state="Exhausted")), 1: report(1, a=entry(10, state="Exhausted"))}
+    folded = fold_reports(SPEC, both, [], "t")
+    assert by_name(folded)["a"].state == "Exhausted"
+    assert by_name(fold_reports(SPEC, {}, folded, "t2"))["a"].state == "Exhausted"  # the Jobs went away
+    raised = SPEC.model_copy(deep=True)
+    raised.datasets[0].budget_tokens = 2000
+    assert by_name(fold_reports(raised, {}, folded, "t2"))["a"].state != "Exhausted"
+
+
+def test_sample_cap_counts_as_met_and_last_update_moves_only_on_change():
+    reports = {0: report(0, b=entry(30, samples=2)), 1: report(1, b=entry(20, samples=1))}
+    first = fold_reports(SPEC, reports, [], "t1")
+    assert by_name(first)["b"].state == "BudgetMet"
+    assert by_name(fold_reports(SPEC, reports, first, "t2"))["b"].last_update == "t1"
+
+
+def test_done_and_progress():
+    done = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state="BudgetMet"),
+            DatasetStatus(name="b", budget_tokens=100, tokens=20, state="Exhausted")]
+    assert is_generation_done(done) and progress_text(done) == "100.0%"
+    half = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state="BudgetMet"),
+            DatasetStatus(name="b", budget_tokens=100, tokens=0, state="Generating")]
+    assert not is_generation_done(half) and progress_text(half) == "50.0%"
+
+
+def test_replicas_name_the_report_they_folded():
+    assert [(r.index, r.report_time) for r in fold_replicas(SPEC, {1: report(1), 0: report(0)})] == [(0, 100.0), (1, 101.0)]
