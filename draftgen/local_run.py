@@ -7,8 +7,8 @@ The YAML a user would `kubectl apply` runs here with the same stages, and nothin
 - generation: `plan.generate_config` for replica 0 of 1 (server.replicas is ignored locally), file
   coordination under the output root, run as `jobrunner generate` against --server-url or a
   `jobrunner simulate` child; its progress documents are folded with the operator's `fold_reports`;
-- merge and extraction: the command lines of the operator's own Jobs (`plan.merge_job`,
-  `plan.extract_job`), paths translated, extraction on the CPU unless --extract-device says otherwise;
+- merge and extraction: the command lines of the operator's own Jobs (`plan.merge_command`,
+  `plan.extract_command`), paths translated, extraction on the CPU unless --extract-device says otherwise;
 - stages: the operator's stage policy (`next_stage`) moves the run on, from what is on disk, so a
   rerun continues where the last one stopped: generation resumes by sample id, a merge whose inputs
   and settings are unchanged is not redone, nor an extraction committed after the current corpus;
@@ -156,10 +156,6 @@ def local_path(pod_path: str, mounts: dict[str, Path]) -> str:
     return pod_path
 
 
-def container_command(job: dict) -> list[str]:
-    return list(job["spec"]["template"]["spec"]["containers"][0]["command"])
-
-
 def local_argv(pod_command: list[str], mounts: dict[str, Path]) -> list[str]:
     """A pod's `jobrunner ...` command line for this machine: this interpreter, local paths."""
     if pod_command[0] != "jobrunner":
@@ -176,18 +172,10 @@ def with_flag_values(argv: list[str], values: dict[str, str]) -> list[str]:
     return out
 
 
-def with_extract_device(argv: list[str], device: str) -> list[str]:
-    """The extract command on `device` ("auto": transformers spreads the model over the GPUs) instead
-    of the pod's placement (device_map auto whenever the extraction pod has GPUs)."""
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--device-map":
-            skip = True
-        else:
-            out.append(arg)
-    return [*out, *(["--device-map", "auto"] if device == "auto" else ["--device", device])]
+def extract_placement(device: str) -> list[str]:
+    """Where the extraction puts the model here: a torch device, or "auto" (transformers spreads the
+    model over the GPUs), instead of the extraction pod's placement."""
+    return ["--device-map", "auto"] if device == "auto" else ["--device", device]
 
 
 def runs_simulator(spec: api.DatasetGenerationSpec) -> bool:
@@ -379,10 +367,9 @@ class LocalRun:
             dataset_paths={d.name: local_path(plan.dataset_path(spec, d), self.mounts) for d in spec.datasets},
             coordination={"kind": "file"}, run_id=name, progress_interval_s=PROGRESS_INTERVAL_S)
         self.coordination_dir = parse_config(self.generate_config, "the generate config").coordination_directory()
-        settings = plan.OperatorSettings()
-        self.merge_argv = local_argv(container_command(plan.merge_job(name, self.spec, settings)), self.mounts)
-        self.extract_argv = with_extract_device(
-            local_argv(container_command(plan.extract_job(name, self.spec, settings)), self.mounts), extract_device)
+        self.merge_argv = local_argv(plan.merge_command(name, self.spec), self.mounts)
+        self.extract_argv = local_argv(
+            plan.extract_command(name, self.spec, placement=extract_placement(extract_device)), self.mounts)
         self.statuses: list[DatasetStatus] = []
         self.child: subprocess.Popen | None = None
         self.simulator: subprocess.Popen | None = None

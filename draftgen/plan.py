@@ -267,14 +267,30 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     return job
 
 
+def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
+    """`jobrunner merge` for this spec (the merge Job's command; the local runner's too)."""
+    m, root = spec.merge, output_root(name, spec)
+    return ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
+            "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
+            "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe"]
+
+
+def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[str] | None = None) -> list[str]:
+    """`jobrunner extract` for this spec. `placement` says where the model goes; by default the
+    extraction pod's: spread over its GPUs (device_map auto) when it has any, else the CPU."""
+    e, root = spec.extraction, output_root(name, spec)
+    if placement is None:
+        placement = ["--device-map", "auto"] if e.gpus else []
+    return ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
+            "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
+            "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
+            *placement, *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])]
+
+
 def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
     m = spec.merge
-    root = output_root(name, spec)
     container = {
-        "name": "merge", "image": spec.runner_image or settings.runner_image,
-        "command": ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
-                    "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
-                    "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe"],
+        "name": "merge", "image": spec.runner_image or settings.runner_image, "command": merge_command(name, spec),
         "resources": m.resources or {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
     }
@@ -285,14 +301,9 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
 
 def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
     e = spec.extraction
-    root = output_root(name, spec)
     container = {
         "name": "extract", "image": spec.runner_image or settings.runner_image,
-        "command": ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
-                    "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
-                    "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
-                    *(["--device-map", "auto"] if e.gpus else []),
-                    *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])],
+        "command": extract_command(name, spec),
         "resources": _with_gpus(e.resources, e.gpus), "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},

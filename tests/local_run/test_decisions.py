@@ -11,7 +11,7 @@ from draftgen.api import DatasetStatus
 from draftgen.local_run import (
     JOBRUNNER, SpecError, dataset_generation, format_duration, generate_outcome, is_extraction_current,
     is_merge_current, local_argv, local_path, parse_object, pod_mounts, progress_rows, simulator_argv,
-    with_extract_device, with_flag_values,
+    extract_placement, with_flag_values,
 )
 
 from .conftest import quickstart
@@ -66,21 +66,22 @@ def test_pod_paths_map_to_the_local_folders_longest_mount_first():
 def test_the_operators_merge_and_extract_commands_run_here_with_local_paths():
     spec = spec_of(quickstart())
     mounts = pod_mounts(spec, Path("/d"), Path("/m"))
-    merge = local_argv(local_run.container_command(plan.merge_job("qs", spec, plan.OperatorSettings())), mounts)
+    merge = local_argv(plan.merge_command("qs", spec), mounts)
     assert merge[:len(JOBRUNNER) + 1] == [*JOBRUNNER, "merge"]
     assert merge[merge.index("--output-root") + 1] == "/d/qs"
     assert merge[merge.index("--corpus-dir") + 1] == "/d/qs/corpus"
-    extract = local_argv(local_run.container_command(plan.extract_job("qs", spec, plan.OperatorSettings())), mounts)
+    extract = local_argv(plan.extract_command("qs", spec), mounts)
     assert extract[extract.index("--model") + 1] == "/m/tiny"
     with pytest.raises(ValueError, match="not a jobrunner command"):
         local_argv(["python3", "-m", "sglang.launch_server"], mounts)
 
 
 def test_extraction_runs_on_the_device_asked_for_not_the_pods_placement():
-    argv = ["x", "--out", "/o", "--device-map", "auto", "--shard-mb", "8"]
-    assert with_extract_device(argv, "cpu") == ["x", "--out", "/o", "--shard-mb", "8", "--device", "cpu"]
-    assert with_extract_device(argv, "auto") == ["x", "--out", "/o", "--shard-mb", "8", "--device-map", "auto"]
-    assert with_extract_device(["x"], "cuda:1") == ["x", "--device", "cuda:1"]
+    spec = spec_of(quickstart())
+    assert extract_placement("cpu") == ["--device", "cpu"]
+    assert extract_placement("auto") == ["--device-map", "auto"]
+    argv = plan.extract_command("qs", spec, placement=extract_placement("cuda:1"))
+    assert "--device-map" not in argv and argv[argv.index("--device") + 1] == "cuda:1"
 
 
 def test_flag_values_are_replaced_at_every_occurrence():
