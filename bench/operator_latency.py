@@ -61,12 +61,15 @@ def one_run(cluster, api, name: str, budget: int, data: Path) -> tuple[float, li
 
     def watch_pods():
         w = watch.Watch()
-        for event in w.stream(core.list_namespaced_pod, NS, timeout_seconds=600,
-                              label_selector=f"{plan.LABEL_NAME}={name},{plan.LABEL_COMPONENT}=generate"):
-            if event["type"] == "DELETED":
-                gone_at.append(time.time())
-            if done.is_set() and len(gone_at) >= 2:
-                w.stop()
+        try:
+            for event in w.stream(core.list_namespaced_pod, NS, timeout_seconds=600,
+                                  label_selector=f"{plan.LABEL_NAME}={name},{plan.LABEL_COMPONENT}=generate"):
+                if event["type"] == "DELETED":
+                    gone_at.append(time.time())
+                if done.is_set() and len(gone_at) >= 2:
+                    w.stop()
+        except Exception:  # the control plane stopped under the watch at the end of the run
+            pass
 
     watcher = threading.Thread(target=watch_pods, daemon=True)
     watcher.start()

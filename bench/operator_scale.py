@@ -89,15 +89,18 @@ def main() -> int:
             def count_status_writes():
                 last: dict[str, dict] = {}
                 w = watch.Watch()
-                for event in w.stream(custom.list_namespaced_custom_object, "draftgen.io", "v1alpha1", ns,
-                                      "datasetgenerations", timeout_seconds=int(args.seconds) + 30):
-                    obj = event["object"]
-                    name, status = obj["metadata"]["name"], obj.get("status")
-                    if name in last and status != last[name] and not stop.is_set() and measuring.is_set():
-                        writes[name] = writes.get(name, 0) + 1
-                    last[name] = status
-                    if stop.is_set():
-                        w.stop()
+                try:
+                    for event in w.stream(custom.list_namespaced_custom_object, "draftgen.io", "v1alpha1", ns,
+                                          "datasetgenerations", timeout_seconds=int(args.seconds) + 30):
+                        obj = event["object"]
+                        name, status = obj["metadata"]["name"], obj.get("status")
+                        if name in last and status != last[name] and not stop.is_set() and measuring.is_set():
+                            writes[name] = writes.get(name, 0) + 1
+                        last[name] = status
+                        if stop.is_set():
+                            w.stop()
+                except Exception:  # the control plane stopped under the watch at the end of the run
+                    pass
 
             measuring = threading.Event()
             watcher = threading.Thread(target=count_status_writes, daemon=True)
