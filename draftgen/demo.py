@@ -53,7 +53,12 @@ class Demo:
         say("install the CRD; `kubectl explain` teaches the API")
         self.k("apply", "-f", str(CRD))
         self.k("wait", "--for=condition=Established", "crd/datasetgenerations.draftgen.io", "--timeout=60s")
-        print(self.k("explain", "dsgen.spec.datasets.budgetTokens", check=False).strip())
+        for _ in range(50):  # discovery serves the new type a moment after Established
+            explained = self.k("explain", "dsgen.spec.datasets.budgetTokens", check=False).strip()
+            if explained:
+                print(explained)
+                break
+            time.sleep(0.2)
         self.k("create", "namespace", NAMESPACE)
 
     def volumes(self) -> None:
@@ -113,7 +118,12 @@ class Demo:
         if manifest.exists():
             say(f"the corpus: {manifest.relative_to(self.cluster.state_dir)}")
             m = json.loads(manifest.read_text())
-            print(json.dumps({k: m[k] for k in m if k in ("datasets", "splits", "policies", "totals")}, indent=1)[:2500])
+            print(f"  {'dataset':10s} {'records':>8s} {'samples':>8s} {'dupes':>6s} {'truncated':>9s} {'tokens':>8s}")
+            for name, d in sorted(m["datasets"].items()):
+                print(f"  {name:10s} {d['input_records']:8d} {d['samples']:8d} {d['duplicates_removed']:6d} "
+                      f"{d['truncated_in_corpus']:9d} {d['tokens']:8d}")
+            print(f"  splits: " + ", ".join(f"{k} {v['samples']} samples / {v['tokens']} tokens"
+                                            for k, v in m["splits"].items()) + f"; policies {m['policies']}")
         index = data / "hidden-states" / "index.json"
         if index.exists():
             say("EAGLE-3 hidden states")

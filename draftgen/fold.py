@@ -32,7 +32,8 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, dict], previous
             len(entries) == spec.server.replicas and all(e.get("state") == "Exhausted" for e in entries)) or (
             old is not None and old.state == "Exhausted" and old.budget_tokens == dataset.budget_tokens)
         state = budget.dataset_state(
-            dataset.budget_tokens, tokens, dataset.sample_cap, samples, started=bool(entries),
+            dataset.budget_tokens, tokens, dataset.sample_cap, samples,
+            started=any(e.get("state", "Pending") != "Pending" for e in entries),
             exhausted=exhausted, failed=any(e.get("state") == "Failed" for e in entries))
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
         folded.append(DatasetStatus(

@@ -103,7 +103,9 @@ def build_tiny_llama(directory: str | os.PathLike, vocab_size: int, num_layers: 
     """Save a seeded random `LlamaForCausalLM` (fp32) with `save_pretrained`; returns the directory."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a one-shard save needs no progress bar
     config = LlamaConfig(
         vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=num_layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=False,
