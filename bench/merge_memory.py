@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 CHILD = r"""

@@ -122,7 +122,7 @@ class Demo:
             for name, d in sorted(m["datasets"].items()):
                 print(f"  {name:10s} {d['input_records']:8d} {d['samples']:8d} {d['duplicates_removed']:6d} "
                       f"{d['truncated_in_corpus']:9d} {d['tokens']:8d}")
-            print(f"  splits: " + ", ".join(f"{k} {v['samples']} samples / {v['tokens']} tokens"
+            print("  splits: " + ", ".join(f"{k} {v['samples']} samples / {v['tokens']} tokens"
                                             for k, v in m["splits"].items()) + f"; policies {m['policies']}")
         index = data / "hidden-states" / "index.json"
         if index.exists():

@@ -23,6 +23,8 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from jobrunner.atomic import write_json_atomically
+
 
 class Coordinator(Protocol):
     def publish(self, progress: dict) -> None:
@@ -33,15 +35,6 @@ class Coordinator(Protocol):
 
     def tokens_elsewhere(self) -> dict[str, int]:
         """Per dataset, the completion tokens the other replicas have published."""
-
-
-def _write_json_atomically(path: Path, data: dict | list) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path):
@@ -63,7 +56,7 @@ class FileCoordinator:
         return self.directory / f"progress-r{replica:03d}.json"
 
     def publish(self, progress: dict) -> None:
-        _write_json_atomically(self.progress_path(self.replica), progress)
+        write_json_atomically(self.progress_path(self.replica), progress, indent=None)
 
     def stopped_datasets(self) -> set[str]:
         stopped = _read_json(self.directory / "stopped.json")
@@ -71,7 +64,7 @@ class FileCoordinator:
 
     def declare_stopped(self, datasets: set[str]) -> None:
         """Add datasets to the stopped set (the coordinator's side: the local runner, tests)."""
-        _write_json_atomically(self.directory / "stopped.json", sorted(self.stopped_datasets() | set(datasets)))
+        write_json_atomically(self.directory / "stopped.json", sorted(self.stopped_datasets() | set(datasets)), indent=None)
 
     def all_progress(self) -> dict[int, dict]:
         """Every replica's last published progress, by replica index."""

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from jobrunner import corpus
+from jobrunner.atomic import write_json_atomically
 from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.backend import FINAL_STATES, Backend
 from jobrunner.hidden_states.store import ShardStore
@@ -63,7 +64,7 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     out_dir.mkdir(parents=True, exist_ok=True)
     estimate = plan.size_estimate(corpus_tokens(manifest, splits), hidden, len(layers), dtype)
     estimate.update(splits=splits, aux_layers=layers, note="upper bound when --max-len truncates or skips")
-    corpus.atomic_write_json(out_dir / ESTIMATE_NAME, estimate)
+    write_json_atomically(out_dir / ESTIMATE_NAME, estimate)
     free = shutil.disk_usage(out_dir).free
     log(f"extract: {estimate['tokens']} tokens x {estimate['bytes_per_token']} B/token = "
         f"{human_bytes(estimate['bytes'])} (free on {out_dir}: {human_bytes(free)})")

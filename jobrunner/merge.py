@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from jobrunner import corpus
+from jobrunner.atomic import write_json_atomically
 from jobrunner.output import iter_records, record_files
 
 TRUNCATED_POLICIES = ("keep", "drop", "mark")
@@ -327,7 +328,7 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         "tokens": sum(t["tokens"] for t in split_totals.values()),
         "shards": shards,
     }
-    corpus.atomic_write_json(corpus_dir / corpus.MANIFEST_NAME, manifest)
+    write_json_atomically(corpus_dir / corpus.MANIFEST_NAME, manifest)
     remove_stale_shards(corpus_dir, {s["name"] for s in shards})
     shutil.rmtree(work, ignore_errors=True)
     log(f"merge: {manifest['samples']} samples, {manifest['tokens']} tokens "

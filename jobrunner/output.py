@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobrunner.atomic import write_bytes_atomically
+
 SUMMARY_VERSION = 1
 
 
@@ -185,20 +187,6 @@ def _summary_fits(offset: int, path: Path) -> bool:
         return False
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _recover(path: Path, start: int, add) -> int:
     """Scan `path` from `start`, feeding each complete, parseable line to `add(obj, end)`; cut the
     rest (a torn tail, or after a node crash a garbled line) and return the new file size."""
@@ -290,7 +278,7 @@ class PartWriter:
             os.fsync(self._records_fd)
             os.fsync(self._skipped_fd)
             text = json.dumps(self.totals.to_json(), separators=(",", ":"))
-            _atomic_write_text(self.summary_path, text)
+            write_bytes_atomically(self.summary_path, text.encode())
             self.durable = OutputTotals.from_json(json.loads(text))  # a copy: totals keep growing
             self._dirty = False
         return self.durable

@@ -333,7 +333,7 @@ class LocalCluster:
 
     # --- objects ------------------------------------------------------------------------------------
     def api_client(self):
-        from kubernetes import client, config
+        from kubernetes import config
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
     def create_local_volume(self, namespace: str, claim: str, size: str = "100Gi") -> Path:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime
-import json
 import logging
 import os
 import re

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from jobrunner.corpus import atomic_write_json, fsync_dir
+from jobrunner.atomic import fsync_dir, write_json_atomically
 
 INDEX_NAME = "index.json"
 FORMAT = "draftgen-eagle3-states"
@@ -118,7 +118,7 @@ class ShardStore:
                  "tokens": sum(s["tokens"] for s in self.shards), "bytes": sum(s["bytes"] for s in self.shards),
                  "shards": sorted(self.shards, key=lambda s: s["name"]),
                  "samples": dict(sorted(self.samples.items()))}
-        atomic_write_json(self.directory / INDEX_NAME, index)
+        write_json_atomically(self.directory / INDEX_NAME, index)
         return index
 
 

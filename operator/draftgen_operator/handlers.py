@@ -12,7 +12,7 @@ import logging
 import os
 
 import kopf
-from kubernetes import client, config
+from kubernetes import config
 from pydantic import ValidationError
 
 from draftgen import api, plan

@@ -1,7 +1,6 @@
 """The generate engine against the in-process simulator: budgets, abort, skip on start, overlap,
 bad requests, faults, coordination."""
 
-import pytest
 
 from jobrunner import output
 from jobrunner.config import parse_config

@@ -3,7 +3,6 @@ SIGTERM stops cleanly. The simulator runs in its own process and answers the sam
 same tokens every time, so an uninterrupted reference run says what every record must hold."""
 
 import json
-import os
 import random
 import signal
 import subprocess
