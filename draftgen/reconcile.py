@@ -114,10 +114,13 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
             " and hidden states extracted" if spec.extraction.enabled else "")
     elif stage == "Generating" and not world.reports:
         phase, reason, message = "Pending", "WaitingForServers", "generation pods are starting their servers"
+    elif stage == "Merging":  # the reason records why generation ended and the GPUs were released
+        phase, reason = "Merging", "BudgetsMet"
+        message = "every dataset met its budget or ran out of prompts; generation Jobs deleted; merging the corpus"
     else:
         phase, reason = stage, stage
         message = {"Generating": f"{status.progress} of {status.budget_tokens} tokens",
-                   "Merging": "merging the corpus", "Extracting": "extracting hidden states"}[stage]
+                   "Extracting": "extracting hidden states"}[stage]
     status.phase = phase
 
     c, g = status.conditions, generation

@@ -62,18 +62,22 @@ def manifest(name: str = "demo", **spec_overrides) -> dict:
 class Operator:
     """`draftgen operator` as a subprocess, stopped by its PID."""
 
-    def __init__(self, cluster, log_dir: Path, fold_interval: float = 1.0, extra_env: dict | None = None):
+    def __init__(self, cluster, log_dir: Path, fold_interval: float = 1.0, extra_env: dict | None = None,
+                 metrics_port: int = 0, liveness_port: int = 0):
         self.cluster = cluster
         self.log = log_dir / "operator.log"
+        self.liveness = f"http://127.0.0.1:{liveness_port}/healthz" if liveness_port else ""
         self.env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": str(fold_interval),
-                    "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true", "DRAFTGEN_METRICS_PORT": "0",
+                    "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true",
+                    "DRAFTGEN_METRICS_PORT": str(metrics_port), "DRAFTGEN_METRICS_ADDR": "127.0.0.1",
                     **(extra_env or {})}
         self.proc: subprocess.Popen | None = None
 
     def start(self, namespace: str | None = None) -> "Operator":
         scope = ["--namespace", namespace] if namespace else []
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--liveness", "", *scope],
+            self.proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--liveness", self.liveness,
+                                          *scope],
                                          env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return self
 

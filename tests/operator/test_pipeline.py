@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import urllib.request
 
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from kubernetes import client
 from draftgen import plan
 from draftgen.demo_assets import build_model, write_datasets
 from jobrunner.output import iter_records, record_files
+from draftgen.cluster.controlplane import free_port
 from tests.conftest import LOGS_ON_FAILURE, REPO, wait_for
 from tests.operator.conftest import Operator
 
@@ -30,7 +32,7 @@ class Run:
     """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
 
     def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
-                 volumes=True, **spec_overrides):
+                 volumes=True, metrics_port=0, liveness_port=0, **spec_overrides):
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
@@ -45,7 +47,8 @@ class Run:
         self.data = None
         if volumes:
             self.make_volumes(tiny_model)
-        self.operator = Operator(cluster, tmp_path, extra_env={}).start(namespace)
+        self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port,
+                                 liveness_port=liveness_port).start(namespace)
 
     def make_volumes(self, tiny_model, claims=("models", "data")):
         if "models" in claims:
@@ -112,6 +115,14 @@ def run(cluster, k8s, crd, namespace, tiny_model, tmp_path, request):
             shutil.copy(r.operator.log, LOGS_ON_FAILURE / f"{request.node.name}-operator.log")
 
 
+def http_ok(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.read().decode() if response.status == 200 else None
+    except OSError:
+        return None
+
+
 def assert_records_match_status(r: Run, status: dict) -> None:
     records = r.records()
     ids = [rec["sample_id"] for rec in records]
@@ -125,9 +136,11 @@ def assert_records_match_status(r: Run, status: dict) -> None:
 
 
 def test_quickstart_end_to_end_on_gpu_nodes(run):
-    r = run(extraction=True)
+    metrics_port, liveness_port = free_port(), free_port()
+    r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port)
     r.apply()
     status = r.wait_phase("Generating")
+    assert wait_for(lambda: http_ok(f"http://127.0.0.1:{liveness_port}/healthz"), 30, "the liveness endpoint")
     pods = r.pods()
     assert len(pods) == 2 and len({p.spec.node_name for p in pods}) == 2  # one replica per GPU node
     pod = pods[0].spec
@@ -153,6 +166,10 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "True" and conditions["Succeeded"]["status"] == "True"
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]
+    metrics = http_ok(f"http://127.0.0.1:{metrics_port}/metrics")
+    chat = next(d for d in status["datasets"] if d["name"] == "chat")
+    assert f'draftgen_dataset_tokens{{dataset="chat",name="qs",namespace="{r.namespace}"}} {float(chat["tokens"])}' in metrics
+    assert f'draftgen_phase{{name="qs",namespace="{r.namespace}",phase="Succeeded"}} 1.0' in metrics
 
 
 def test_operator_killed_and_restarted_mid_run_duplicates_nothing(run):
