@@ -44,15 +44,35 @@ def should_dispatch(
     in_flight: int,
     stopped: bool = False,
 ) -> bool:
-    """Whether to send one more request for a dataset now.
-
-    Dispatch continues until the budget is met (in-flight requests are then aborted, so their
-    partial work is the only waste); with a sample cap, requests in flight count against the cap
-    so the cap is never overshot.
+    """Whether the dataset still wants requests: until the budget is met (in-flight requests are
+    then aborted); with a sample cap, requests in flight count against the cap so the cap is never
+    overshot. The engine also holds dispatch back while `in_flight_covers_budget`.
     """
     if is_dataset_done(budget_tokens, tokens, sample_cap, samples, stopped):
         return False
     return sample_cap is None or samples + in_flight < sample_cap
+
+
+# Completed responses needed before their mean length is trusted to predict the ones in flight.
+MIN_RESPONSES_FOR_ESTIMATE = 8
+
+
+def in_flight_covers_budget(
+    budget_tokens: int, tokens: int, in_flight: int, responses: int, response_tokens: int,
+) -> bool:
+    """Whether the requests in flight are expected to bring the dataset to its budget, so that one
+    more request would most likely be aborted at the crossing, its partial work wasted.
+
+    Expected: `in_flight` x the mean completion length of this process's `responses` so far
+    (`response_tokens` in all). Short responses finish first, so that mean runs low while
+    requests are in flight: the estimate errs toward sending a few requests too many (some waste),
+    not toward holding back what the budget needs. Below `MIN_RESPONSES_FOR_ESTIMATE` responses
+    there is no estimate and nothing is held back. When the requests in flight finish short of
+    the estimate, `in_flight` drops, the rest is no longer covered and dispatch resumes.
+    """
+    if in_flight == 0 or responses < MIN_RESPONSES_FOR_ESTIMATE:
+        return False
+    return in_flight * response_tokens >= remaining_tokens(budget_tokens, tokens) * responses
 
 
 def remaining_tokens(budget_tokens: int, tokens: int) -> int:

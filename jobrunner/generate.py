@@ -14,6 +14,10 @@ Per dataset, in the configured order:
   server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
   (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
   reference run's early stop hung);
+- once the requests in flight are expected to meet the dataset's budget (`budget.in_flight_covers_budget`:
+  in-flight count x mean completion length so far), the dataset sends no more and the next dataset
+  starts while they finish, so few requests are left to abort at the crossing; if they finish short,
+  the dataset dispatches again, sharing the class slots with the next one;
 - when a dataset runs out of rows, the next dataset starts at once while the last requests of the
   previous one finish: the class slots are shared, so the GPUs stay full across the switch.
 
@@ -138,7 +142,12 @@ class DatasetRun:
     def should_dispatch(self) -> bool:
         return not self.stopping and budget.should_dispatch(
             self.config.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
-            len(self.in_flight), self.stopped_externally)
+            len(self.in_flight), self.stopped_externally) and not self.in_flight_covers_budget()
+
+    def in_flight_covers_budget(self) -> bool:
+        totals = self.writer.totals
+        return budget.in_flight_covers_budget(self.config.budget_tokens, self.tokens, len(self.in_flight),
+                                              totals.records, totals.completion_tokens)
 
     def state(self) -> str:
         exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0
@@ -210,6 +219,7 @@ class Engine:
             self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica)))
         self._refresh_coordination()
         publisher = asyncio.create_task(self._publish_loop())
+        feeds: list[asyncio.Task] = []
         try:
             for run in self.runs:
                 if self._shutdown or self._failed:
@@ -219,9 +229,21 @@ class Engine:
                              run.config.budget_tokens)
                     run.stopping = True
                     continue
-                await self._feed(run)
-            await self._wait_until(lambda: not any(r.in_flight for r in self.runs))
+                feed = asyncio.create_task(self._feed(run))
+                feed.add_done_callback(lambda _t: self._notify())
+                feeds.append(feed)
+                # The next dataset starts once this one is out of rows or its requests in flight are
+                # expected to meet its budget; this feed goes on and dispatches again if they fall short.
+                await self._wait_until(lambda: feed.done() or run.in_flight_covers_budget())
+                if feed.done():
+                    feed.result()  # a feed that failed fails the run
+            await self._wait_until(lambda: all(f.done() for f in feeds) and not any(r.in_flight for r in self.runs))
+            for feed in feeds:
+                feed.result()
         finally:
+            for feed in feeds:
+                feed.cancel()
+            await asyncio.gather(*feeds, return_exceptions=True)
             if self._shutdown or self._failed:
                 await self._abort_everything()
             await self._drain_aborts()
@@ -296,6 +318,7 @@ class Engine:
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
         task.add_done_callback(lambda _t: self._finished(run, prompt))
+        self._notify()  # the dispatch may have made the in-flight requests cover the budget
 
     def _finished(self, run: DatasetRun, prompt: Prompt) -> None:
         run.in_flight.pop(prompt.row, None)
