@@ -58,21 +58,30 @@ MIN_RESPONSES_FOR_ESTIMATE = 8
 
 
 def in_flight_covers_budget(
-    budget_tokens: int, tokens: int, in_flight: int, responses: int, response_tokens: int,
+    budget_tokens: int, tokens: int, in_flight: int, in_flight_seconds: float,
+    responses: int, response_tokens: int, response_seconds: float,
 ) -> bool:
     """Whether the requests in flight are expected to bring the dataset to its budget, so that one
     more request would most likely be aborted at the crossing, its partial work wasted.
 
-    Expected: `in_flight` x the mean completion length of this process's `responses` so far
-    (`response_tokens` in all). Short responses finish first, so that mean runs low while
-    requests are in flight: the estimate errs toward sending a few requests too many (some waste),
-    not toward holding back what the budget needs. Below `MIN_RESPONSES_FOR_ESTIMATE` responses
-    there is no estimate and nothing is held back. When the requests in flight finish short of
-    the estimate, `in_flight` drops, the rest is no longer covered and dispatch resumes.
+    `responses` completed so far took `response_seconds` in all (send to answer) for
+    `response_tokens`; `in_flight` requests have been out `in_flight_seconds` in all. They are
+    expected to bring the larger of two lower estimates:
+    - `in_flight` x the mean completion length so far. Short responses finish first, so this
+      mean runs low while requests are in flight;
+    - what they have generated already: `in_flight_seconds` x the observed tokens per request-second.
+      The requests still in flight are the long ones (length bias), which the mean misses.
+    Erring low means sending a few requests too many (some waste), never holding back what the
+    budget needs. Below `MIN_RESPONSES_FOR_ESTIMATE` responses there is no estimate and nothing is
+    held back. When the requests finish short, `in_flight` drops, the rest is no longer covered and
+    dispatch resumes.
     """
     if in_flight == 0 or responses < MIN_RESPONSES_FOR_ESTIMATE:
         return False
-    return in_flight * response_tokens >= remaining_tokens(budget_tokens, tokens) * responses
+    expected = in_flight * response_tokens / responses
+    if response_seconds > 0:
+        expected = max(expected, in_flight_seconds * response_tokens / response_seconds)
+    return expected >= remaining_tokens(budget_tokens, tokens)
 
 
 def remaining_tokens(budget_tokens: int, tokens: int) -> int:

@@ -14,10 +14,11 @@ Per dataset, in the configured order:
   server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
   (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
   reference run's early stop hung);
-- once the requests in flight are expected to meet the dataset's budget (`budget.in_flight_covers_budget`:
-  in-flight count x mean completion length so far), the dataset sends no more and the next dataset
-  starts while they finish, so few requests are left to abort at the crossing; if they finish short,
-  the dataset dispatches again, sharing the class slots with the next one;
+- once the requests in flight are expected to meet the dataset's budget
+  (`budget.in_flight_covers_budget`: the larger of in-flight count x mean completion length and
+  what they have generated already), the dataset sends no more and the next dataset starts while
+  they finish, so few requests are left to abort at the crossing; if they finish short, the
+  dataset dispatches again, sharing the class slots with the next one;
 - when a dataset runs out of rows, the next dataset starts at once while the last requests of the
   previous one finish: the class slots are shared, so the GPUs stay full across the switch.
 
@@ -125,6 +126,12 @@ class DatasetRun:
     stopping: bool = False  # dispatch stopped and in-flight aborted
     transient_failures: int = 0
     rate: RateMeter = field(default_factory=RateMeter)
+    # For `budget.in_flight_covers_budget`: the sum of the in-flight requests' send times (their
+    # total age in O(1)), and this process's completed responses, their tokens and seconds.
+    dispatched_at_sum: float = 0.0
+    responses: int = 0
+    response_tokens: int = 0
+    response_seconds: float = 0.0
 
     @property
     def name(self) -> str:
@@ -145,9 +152,10 @@ class DatasetRun:
             len(self.in_flight), self.stopped_externally) and not self.in_flight_covers_budget()
 
     def in_flight_covers_budget(self) -> bool:
-        totals = self.writer.totals
-        return budget.in_flight_covers_budget(self.config.budget_tokens, self.tokens, len(self.in_flight),
-                                              totals.records, totals.completion_tokens)
+        in_flight_seconds = len(self.in_flight) * time.monotonic() - self.dispatched_at_sum
+        return budget.in_flight_covers_budget(
+            self.config.budget_tokens, self.tokens, len(self.in_flight), in_flight_seconds,
+            self.responses, self.response_tokens, self.response_seconds)
 
     def state(self) -> str:
         exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0
@@ -313,15 +321,18 @@ class Engine:
     def _dispatch(self, run: DatasetRun, prompt: Prompt, queued_s: float) -> None:
         rid = make_rid(self.run_key, sample_id(run.name, prompt.row), 0)
         task = asyncio.create_task(self._request(run, prompt, rid, queued_s), name=rid)
+        dispatched_at = time.monotonic()
         run.in_flight[prompt.row] = (task, rid)
+        run.dispatched_at_sum += dispatched_at
         self.class_in_flight[prompt.prompt_class] += 1
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
-        task.add_done_callback(lambda _t: self._finished(run, prompt))
+        task.add_done_callback(lambda _t: self._finished(run, prompt, dispatched_at))
         self._notify()  # the dispatch may have made the in-flight requests cover the budget
 
-    def _finished(self, run: DatasetRun, prompt: Prompt) -> None:
+    def _finished(self, run: DatasetRun, prompt: Prompt, dispatched_at: float) -> None:
         run.in_flight.pop(prompt.row, None)
+        run.dispatched_at_sum -= dispatched_at
         self.class_in_flight[prompt.prompt_class] -= 1
         self._notify()
 
@@ -368,6 +379,9 @@ class Engine:
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
         })
         run.rate.add(time.monotonic(), budget.kept_tokens(result.finish_reason, result.completion_tokens))
+        run.responses += 1
+        run.response_tokens += result.completion_tokens
+        run.response_seconds += e2e_s
         if run.is_done():
             self._stop(run)
 

@@ -122,6 +122,7 @@ class SimStats:
     rejected: int = 0  # answered 400
     tokens_generated_total: int = 0
     tokens_generated_after_abort: int = 0
+    tokens_generated_by_aborted: int = 0  # all tokens of the requests that ended aborted: wasted work
     running: int = 0
     queued: int = 0
     max_running: int = 0
@@ -383,6 +384,7 @@ class Simulator:
             req.response = self._response(req, req.emitted, req.finish)
         else:
             self._stats.aborted += 1
+            self._stats.tokens_generated_by_aborted += req.emitted
             if queued:
                 req.response = {
                     "text": "", "output_ids": [],

@@ -56,3 +56,28 @@ def test_exit_code():
     assert exit_code({"a": "BudgetMet"}, 3, False, False) == EXIT_OK  # the failed rows are not needed
     assert exit_code({"a": "Generating"}, 0, True, False) == EXIT_OK  # SIGTERM
     assert exit_code({"a": "Generating"}, 0, False, True) == EXIT_FAILED
+
+
+def test_in_flight_covers_budget_by_mean_length():
+    covers = budget.in_flight_covers_budget
+    # 100 tokens left; 10 responses of mean 20 tokens; no age information.
+    assert covers(1000, 900, in_flight=5, in_flight_seconds=0.0, responses=10, response_tokens=200,
+                  response_seconds=0.0)
+    assert not covers(1000, 900, in_flight=4, in_flight_seconds=0.0, responses=10, response_tokens=200,
+                      response_seconds=0.0)
+
+
+def test_in_flight_covers_budget_by_what_the_long_ones_generated_already():
+    covers = budget.in_flight_covers_budget
+    # Mean 20 tokens at 10 tokens per request-second: 2 requests out 6 s in all made ~60 tokens.
+    assert not covers(1000, 900, 2, 6.0, responses=10, response_tokens=200, response_seconds=20.0)
+    assert covers(1000, 900, 2, 10.0, responses=10, response_tokens=200, response_seconds=20.0)
+
+
+def test_in_flight_covers_budget_needs_an_estimate_and_requests_in_flight():
+    covers = budget.in_flight_covers_budget
+    few = budget.MIN_RESPONSES_FOR_ESTIMATE - 1
+    assert not covers(1000, 900, 100, 100.0, responses=few, response_tokens=few * 50, response_seconds=1.0)
+    assert not covers(1000, 999, 0, 0.0, responses=10, response_tokens=200, response_seconds=20.0)
+    # Once they finish short, the remainder is no longer covered: dispatch resumes.
+    assert not covers(1000, 930, 1, 0.5, responses=14, response_tokens=270, response_seconds=27.0)

@@ -146,3 +146,19 @@ async def test_sample_cap_is_never_overshot(make_sim, tmp_path, tokenizer_path, 
                                                   "sample_cap": 17}])
     assert await run_generate(cfg) == EXIT_OK
     assert len(records(tmp_path, "a")) == 17
+
+
+async def test_next_dataset_starts_once_in_flight_covers_the_budget(make_sim, tmp_path, tokenizer_path,
+                                                                    prompts_file):
+    # Every response is 100 tokens, 3 at a time: after 18 responses "a" sends the 2 that make up
+    # the rest of its budget and holds its third slot; "b" starts then, before those 2 finish.
+    sim = await make_sim(profile="fixed:100", speedup=10.0)
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": prompts_file, "budget_tokens": 2000, "concurrency": 3},
+        {"name": "b", "path": prompts_file, "budget_tokens": 300, "concurrency": 3},
+    ])
+    assert await run_generate(cfg) == EXIT_OK
+    a, b = assert_consistent(tmp_path, "a"), assert_consistent(tmp_path, "b")
+    assert sum(r["completion_tokens"] for r in a) == 2000 and sum(r["completion_tokens"] for r in b) >= 300
+    b_first_sent = min(r["timings"]["finished_at"] - r["timings"]["e2e_s"] for r in b)
+    assert b_first_sent < max(r["timings"]["finished_at"] for r in a)
