@@ -109,6 +109,7 @@ class Demo:
     def show(self, status: dict) -> None:
         say("events")
         print(self.k("get", "events", "-n", NAMESPACE, "--field-selector", "involvedObject.kind=DatasetGeneration",
+                     "--sort-by=.metadata.creationTimestamp",
                      "-o", "custom-columns=REASON:.reason,MESSAGE:.message", check=False).strip())
         say("status")
         print(yaml.safe_dump({k: status.get(k) for k in ("phase", "tokens", "budgetTokens", "progress", "capacity")},

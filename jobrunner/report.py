@@ -40,6 +40,14 @@ def render_table(stats: list[DatasetStats]) -> str:
     return "\n".join(lines)
 
 
+def marker_labels(markers: dict[str, float]) -> list[tuple[float, str]]:
+    """One label per distinct value ("median=p90 400" when they coincide, as at max_new_tokens)."""
+    by_value: dict[float, list[str]] = {}
+    for name, value in markers.items():
+        by_value.setdefault(value, []).append(name)
+    return [(value, "=".join(names)) for value, names in by_value.items()]
+
+
 def render_histograms(output_root: str | os.PathLike, stats: list[DatasetStats], png_dir: str | os.PathLike) -> list[Path]:
     """One PNG per dataset: the distribution of response lengths, median and p90 marked."""
     import matplotlib
@@ -54,7 +62,7 @@ def render_histograms(output_root: str | os.PathLike, stats: list[DatasetStats],
         lengths = all_lengths(output_root, s.dataset)
         fig, ax = plt.subplots(figsize=(7, 4))
         ax.hist(lengths, bins=50, color="#4878a8")
-        for value, label in ((s.lengths.median, "median"), (s.lengths.p90, "p90")):
+        for value, label in marker_labels({"median": s.lengths.median, "p90": s.lengths.p90}):
             ax.axvline(value, color="#c44e52", linestyle="--", linewidth=1)
             ax.text(value, ax.get_ylim()[1] * 0.95, f" {label} {value:,.0f}", fontsize=8)
         ax.set_title(f"{s.dataset}: {s.samples:,} responses, {s.completion_tokens:,} tokens")

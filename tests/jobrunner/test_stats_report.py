@@ -51,3 +51,10 @@ def test_report_table_and_pngs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "d" in out and "14,000" in out
     assert (png_dir / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_histogram_markers_that_coincide_share_one_label():
+    from jobrunner.report import marker_labels
+
+    assert marker_labels({"median": 400.0, "p90": 400.0}) == [(400.0, "median=p90")]
+    assert marker_labels({"median": 120.0, "p90": 400.0}) == [(120.0, "median"), (400.0, "p90")]
