@@ -241,6 +241,17 @@ class _Req:
 # --------------------------------------------------------------------------------------------
 
 
+async def _json_object(request: web.Request) -> dict | web.Response:
+    """The request's JSON object, or the 400 SGLang answers for a body that is not one."""
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, {"object": "error", "message": "Request body is not valid JSON", "code": 400})
+    if not isinstance(body, dict):
+        return _error(400, {"object": "error", "message": "Request body must be a JSON object", "code": 400})
+    return body
+
+
 class Simulator:
     def __init__(self, config: SimConfig | None = None):
         self.config = config or SimConfig()
@@ -487,12 +498,9 @@ class Simulator:
 
     async def _handle_generate(self, request: web.Request) -> web.StreamResponse:
         cfg = self.config
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, {"object": "error", "message": "Request body is not valid JSON", "code": 400})
-        if not isinstance(body, dict):
-            return _error(400, {"object": "error", "message": "Request body must be a JSON object", "code": 400})
+        body = await _json_object(request)
+        if isinstance(body, web.Response):
+            return body
         normalized = self._normalize(body)
         if isinstance(normalized, web.Response):
             self._stats.rejected += 1
@@ -601,12 +609,9 @@ class Simulator:
     # ---- /abort_request and the read-only endpoints ------------------------------------------
 
     async def _handle_abort(self, request: web.Request) -> web.Response:
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, {"object": "error", "message": "Request body is not valid JSON", "code": 400})
-        if not isinstance(body, dict):
-            return _error(400, {"object": "error", "message": "Request body must be a JSON object", "code": 400})
+        body = await _json_object(request)
+        if isinstance(body, web.Response):
+            return body
         given = body.get("rid")
         abort_all = bool(body.get("abort_all"))
         if not abort_all and given not in self._live:

@@ -53,6 +53,19 @@ def namespace(k8s, request):
     core.delete_namespace(name)
 
 
+def is_gone(read, *args) -> bool:
+    """Whether the object that `read(*args)` reads is gone (404)."""
+    from kubernetes import client
+
+    try:
+        read(*args)
+        return False
+    except client.ApiException as e:
+        if e.status == 404:
+            return True
+        raise
+
+
 def wait_for(predicate, timeout_s: float, what: str, cluster=None, interval_s: float = 0.1):
     """Poll until predicate() is truthy; fail (never hang) after timeout_s, or at once if a component died."""
     deadline = time.monotonic() + timeout_s

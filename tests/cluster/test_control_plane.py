@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client
 
 from draftgen.cluster.nodes import GPU_RESOURCE
-from tests.conftest import wait_for
+from tests.conftest import is_gone, wait_for
 
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 
@@ -74,14 +74,8 @@ def test_deleting_an_owner_garbage_collects_its_children(cluster, k8s, namespace
     core.create_namespaced_secret(namespace, {"metadata": {"name": "child", "ownerReferences": [ref]}})
     core.delete_namespaced_config_map("owner", namespace, propagation_policy="Foreground")
 
-    def child_gone():
-        try:
-            core.read_namespaced_secret("child", namespace)
-            return False
-        except client.ApiException as e:
-            return e.status == 404
-
-    wait_for(child_gone, 60, "the garbage collector to delete the child", cluster)
+    wait_for(lambda: is_gone(core.read_namespaced_secret, "child", namespace), 60,
+             "the garbage collector to delete the child", cluster)
 
 
 def test_job_with_invalid_template_is_refused_by_the_api_server(k8s, namespace):

@@ -9,7 +9,7 @@ from kubernetes import client
 
 from draftgen.cluster.controlplane import LOCAL_KUBELET_LABEL
 from draftgen.cluster.local_kubelet import expand_vars
-from tests.conftest import wait_for
+from tests.conftest import is_gone, wait_for
 
 MAIN = textwrap.dedent("""
     import os, urllib.request, pathlib
@@ -95,14 +95,7 @@ def test_deleting_a_running_pod_stops_its_process(cluster, k8s, namespace):
     wait_for(lambda: phase(core, namespace, "sleeper") == "Running", 60, "the pod to run", cluster)
     core.delete_namespaced_pod("sleeper", namespace, grace_period_seconds=2)
 
-    def gone():
-        try:
-            core.read_namespaced_pod("sleeper", namespace)
-            return False
-        except client.ApiException as e:
-            return e.status == 404
-
-    wait_for(gone, 20, "the pod to be removed", cluster)
+    wait_for(lambda: is_gone(core.read_namespaced_pod, "sleeper", namespace), 20, "the pod to be removed", cluster)
 
 
 def test_expand_vars_follows_kubernetes_rules():
