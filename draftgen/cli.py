@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
+
+from jobrunner.cli import dispatch
 
 COMMANDS = {
     "operator": ("draftgen_operator.main", "run the Kubernetes operator"),
@@ -19,17 +19,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="draftgen", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("command", choices=list(COMMANDS))
-    if not argv or argv[0] not in COMMANDS:
-        parser.parse_args(argv[:1])
-        return 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    sub = argparse.ArgumentParser(prog=f"draftgen {argv[0]}", description=COMMANDS[argv[0]][1])
-    module.add_arguments(sub)
-    return int(module.main(sub.parse_args(argv[1:])) or 0)
+    return dispatch("draftgen", __doc__.splitlines()[0], COMMANDS, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -170,11 +170,8 @@ def config_digest(config: dict) -> str:
 OFFLINE_ENV = [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "TRANSFORMERS_OFFLINE", "value": "1"}]
 
 
-def _pod_env(name: str) -> list[dict]:
-    return [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "DRAFTGEN_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-            {"name": "DRAFTGEN_NAME", "value": name}]
+# The server binds the pod IP and generate reaches it there (`$(POD_IP)` in their args).
+POD_IP_ENV = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
 
 
 def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config: str | None, shm: bool) -> list[dict]:
@@ -228,7 +225,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     probe_period = 10
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
-        "command": s.command, "args": server_args(spec), "env": _pod_env(name),
+        "command": s.command, "args": server_args(spec), "env": POD_IP_ENV,
         "ports": [{"name": "http", "containerPort": s.port}],
         "resources": _with_gpus(s.resources, s.gpus_per_replica),
         # The port opens only after the weights load, and /ready answers only after warm-up;
@@ -245,7 +242,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
         "name": "generate", "image": spec.runner_image or settings.runner_image,
         "command": ["jobrunner", "generate", "--config", f"{CONFIG_MOUNT}/{GENERATE_CONFIG_KEY}",
                     "--replica", str(replica), "--server-url", "http://$(POD_IP):%d" % s.port],
-        "env": [*_pod_env(name), *OFFLINE_ENV],
+        "env": [*POD_IP_ENV, *OFFLINE_ENV],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
                          {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},

@@ -91,14 +91,12 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         replicas=fold_replicas(spec, world.reports),
         tokens=sum(d.tokens for d in datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or now,
-        completion_time=previous.completion_time or (now if stage == "Done" else None),
+        completion_time=(previous.completion_time or now) if stage == "Done" else None,
         capacity=previous.capacity or estimate(spec),
         jobs=StageJobs(generation=[plan.generation_job_name(name, r) for r in range(spec.server.replicas)],
                        merge=plan.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
                        extract=plan.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
                        else None))
-    if stage != "Done":
-        status.completion_time = None
 
     if still_failed:  # a failure stays until the spec changes
         return previous.model_copy(update={"datasets": datasets, "tokens": status.tokens, "progress": status.progress})

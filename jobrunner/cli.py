@@ -2,7 +2,7 @@
 
 Each command module defines `add_arguments(parser)` and `main(args) -> int`; it is imported only
 when its command runs, so `jobrunner simulate` never pays for torch and `jobrunner merge` never
-for transformers.
+for transformers. `dispatch` serves `draftgen`'s commands the same way.
 """
 
 from __future__ import annotations
@@ -20,19 +20,24 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="jobrunner", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (_, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
-    if not argv or argv[0] not in COMMANDS:
-        parser.parse_args(argv)  # prints usage or the error, and exits
+def dispatch(prog: str, description: str, commands: dict[str, tuple[str, str]], argv: list[str]) -> int:
+    """Run `prog COMMAND ARGS...`: import the command's module, parse its own arguments, call main."""
+    if not argv or argv[0] not in commands:
+        parser = argparse.ArgumentParser(prog=prog, description=description)
+        sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+        for name, (_, help_text) in commands.items():
+            sub.add_parser(name, help=help_text, add_help=False)
+        parser.parse_args(argv[:1])  # prints usage or the error, and exits
         return 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    command_parser = argparse.ArgumentParser(prog=f"jobrunner {argv[0]}", description=COMMANDS[argv[0]][1])
+    module_name, help_text = commands[argv[0]]
+    module = importlib.import_module(module_name)
+    command_parser = argparse.ArgumentParser(prog=f"{prog} {argv[0]}", description=help_text)
     module.add_arguments(command_parser)
     return int(module.main(command_parser.parse_args(argv[1:])) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return dispatch("jobrunner", __doc__.splitlines()[0], COMMANDS, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

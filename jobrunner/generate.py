@@ -503,4 +503,3 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
 def configure_logging() -> None:
     logging.basicConfig(level=os.environ.get("JOBRUNNER_LOG", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise

@@ -143,14 +143,18 @@ async def test_wait_ready_falls_back_to_health_generate_on_old_servers(clients):
     assert calls == ["/health_generate", "/health_generate"]
 
 
-async def test_abort_in_flight_request_returns_abort(start_sim, clients):
-    sim, url = await start_sim(**LONG)
-    client = clients(url)
+async def abort_one_in_flight(client):
+    """Start an unbounded request, abort it while it generates, return what came back."""
     rid = make_rid("run", "x", 0)
     task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
     await asyncio.sleep(0.2)
     await client.abort(rid)
-    result = await task
+    return await task
+
+
+async def test_abort_in_flight_request_returns_abort(start_sim, clients):
+    sim, url = await start_sim(**LONG)
+    result = await abort_one_in_flight(clients(url))
     assert result.finish_reason == "abort" and result.completion_tokens == len(result.output_ids) > 0
     assert sim.stats.tokens_generated_after_abort == 0
 
@@ -209,12 +213,7 @@ async def test_abort_all(start_sim, clients):
 @pytest.mark.parametrize("abort_status", [400, 500])
 async def test_abort_answered_with_an_error_is_an_abort_not_a_retry(start_sim, clients, abort_status):
     sim, url = await start_sim(abort_status=abort_status, **LONG)
-    client = clients(url)
-    rid = make_rid("run", "x", 0)
-    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
-    await asyncio.sleep(0.2)
-    await client.abort(rid)
-    result = await task
+    result = await abort_one_in_flight(clients(url))
     assert (result.finish_reason, result.attempts) == ("abort", 1)
     assert sim.stats.requests == 1  # never resent
 
