@@ -4,6 +4,7 @@ FROM python:3.11-slim
 ARG TORCH_EXTRA=
 WORKDIR /opt/draftgen
 COPY pyproject.toml README.md ./
+COPY draftgen_contracts ./draftgen_contracts
 COPY draftgen ./draftgen
 COPY jobrunner ./jobrunner
 COPY operator ./operator

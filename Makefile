@@ -6,26 +6,26 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: test demo cluster cluster-down binaries bench
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m pip install -q -e '.[test]' -e devtools
 	touch $(STAMP)
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go
 # modules once per machine (cached by version in ~/.cache/draftgen), then only checks the cache.
 binaries: $(STAMP)
-	$(PYTHON) -m draftgen.cluster.binaries > /dev/null
+	$(PYTHON) -m draftgen_dev.cluster.binaries > /dev/null
 
 # SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest.
 test: binaries
 	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 demo: binaries
-	$(PYTHON) -m draftgen.demo
+	$(PYTHON) -m draftgen_dev.demo
 
 cluster: binaries
-	@$(PYTHON) -m draftgen.cluster up
+	@$(PYTHON) -m draftgen_dev.cluster up
 
 cluster-down:
-	@$(PYTHON) -m draftgen.cluster down
+	@$(PYTHON) -m draftgen_dev.cluster down

@@ -3,7 +3,7 @@
 Both drive the same simulator (its own process, capacity C tokens/s, responses of a fixed length)
 with the same loop: a semaphore of 150 over N `/generate` requests with `input_ids`. Printed per
 client: server utilisation (tokens generated / (C x wall time)) and the client's CPU milliseconds per
-request; then the ratio of httpx's CPU to ours. This is why `jobrunner.sglang_client` uses aiohttp
+request; then the ratio of httpx's CPU to ours. This is why `jobrunner.sglang.client` uses aiohttp
 although httpx is the usual choice (httpx's pool is known to cost CPU per request at high
 concurrency: encode/httpx#3215).
 
@@ -17,14 +17,11 @@ import asyncio
 import resource
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobrunner.sglang_client import SGLangClient  # noqa: E402
-from tests.helpers.sim_process import SimulatorProcess  # noqa: E402
+from draftgen_dev.sim_process import SimulatorProcess
+from jobrunner.sglang.client import SGLangClient
 
 CONCURRENCY = 150
 LENGTH = 200

@@ -22,13 +22,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobrunner import corpus, merge  # noqa: E402
-from jobrunner.extract import extract  # noqa: E402
-from jobrunner.hidden_states import plan  # noqa: E402
-from jobrunner.output import PartWriter, sample_id  # noqa: E402
-from draftgen.tiny_model import build_tiny_llama  # noqa: E402
+from draftgen_contracts.hidden_state_layout import bytes_per_token
+from draftgen_contracts.names import sample_id
+from draftgen_dev.tiny_model import build_tiny_llama
+from jobrunner import corpus, merge
+from jobrunner.extract import extract
+from jobrunner.hidden_states import plan
+from jobrunner.output import PartWriter
 
 
 def write_corpus(root: Path, samples: int, scale: float, seed: int = 0) -> None:
@@ -71,7 +71,7 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    per_token = plan.bytes_per_token(args.hidden, 3, "bf16")
+    per_token = bytes_per_token(args.hidden, 3, "bf16")
     minimum = sum(lengths) * per_token
     written = index["bytes"]
     ours = [[w * window + i for i in b] for w in range(math.ceil(len(lengths) / window))

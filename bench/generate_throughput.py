@@ -25,15 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobrunner.config import parse_config  # noqa: E402
-from jobrunner.generate import Engine  # noqa: E402
-from jobrunner.coordination import FileCoordinator  # noqa: E402
-from jobrunner.prompts import load_tokenizer  # noqa: E402
-from jobrunner.sglang_client import SGLangClient  # noqa: E402
-from tests.helpers.sim_process import SimulatorProcess  # noqa: E402
-from draftgen.tiny_model import build_tiny_tokenizer  # noqa: E402
+from draftgen_dev.sim_process import SimulatorProcess
+from draftgen_dev.tiny_model import build_tiny_tokenizer
+from jobrunner.config import parse_config
+from jobrunner.coordination import FileCoordinator
+from jobrunner.generate import Engine
+from jobrunner.prompts import load_tokenizer
+from jobrunner.sglang.client import SGLangClient
 
 GOAL = 0.95
 CONCURRENCY = 150

@@ -28,12 +28,11 @@ import yaml
 from kubernetes import client, watch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from draftgen import plan  # noqa: E402
-from draftgen.cluster.controlplane import LocalCluster  # noqa: E402
-from draftgen.demo_assets import build_model, write_datasets  # noqa: E402
-from jobrunner.output import iter_records, record_files  # noqa: E402
+from draftgen_contracts import names
+from draftgen_dev.cluster.controlplane import LocalCluster
+from draftgen_dev.demo_assets import build_model, write_datasets
+from jobrunner.output import iter_records, record_files
 
 SHUTDOWN_GOAL_S, FRESHNESS_GOAL_S = 5.0, 10.0
 NS = "latency"
@@ -63,7 +62,7 @@ def one_run(cluster, api, name: str, budget: int, data: Path) -> tuple[float, li
         w = watch.Watch()
         try:
             for event in w.stream(core.list_namespaced_pod, NS, timeout_seconds=600,
-                                  label_selector=f"{plan.LABEL_NAME}={name},{plan.LABEL_COMPONENT}=generate"):
+                                  label_selector=f"{names.LABEL_NAME}={name},{names.LABEL_COMPONENT}=generate"):
                 if event["type"] == "DELETED":
                     gone_at.append(time.time())
                 if done.is_set() and len(gone_at) >= 2:

@@ -29,10 +29,9 @@ import yaml
 from kubernetes import client, watch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from draftgen import plan  # noqa: E402
-from draftgen.cluster.controlplane import LocalCluster  # noqa: E402
+from draftgen_contracts import names
+from draftgen_dev.cluster.controlplane import LocalCluster
 
 RSS_GOAL_MB = 250
 FOLD_INTERVAL_S = 2.0
@@ -70,13 +69,13 @@ def main() -> int:
         try:
             started = time.monotonic()
             for i in range(args.objects):
-                custom.create_namespaced_custom_object("draftgen.io", "v1alpha1", ns, "datasetgenerations", manifest(i))
+                custom.create_namespaced_custom_object(names.GROUP, names.VERSION, ns, names.PLURAL, manifest(i))
             reports = [(f"scale-{i:03d}", r) for i in range(args.objects) for r in range(REPLICAS)]
 
             def all_reports_exist():
-                names = {c.metadata.name for c in core.list_namespaced_config_map(
-                    ns, label_selector=f"{plan.LABEL_REPORT}=true").items}
-                return all(plan.report_name(n, r) in names for n, r in reports)
+                present = {c.metadata.name for c in core.list_namespaced_config_map(
+                    ns, label_selector=f"{names.LABEL_REPORT}=true").items}
+                return all(names.report_name(n, r) in present for n, r in reports)
 
             while not all_reports_exist():
                 time.sleep(1)
@@ -120,8 +119,8 @@ def main() -> int:
                                "datasets": {f"d{k}": {"state": "Generating", "completion_tokens": tokens,
                                                       "samples": tokens // 500, "tokens_per_second": 500.0}
                                             for k in range(3)}}
-                        core.patch_namespaced_config_map(plan.report_name(name, r), ns,
-                                                         {"data": {plan.REPORT_KEY: json.dumps(doc)}})
+                        core.patch_namespaced_config_map(names.report_name(name, r), ns,
+                                                         {"data": {names.REPORT_KEY: json.dumps(doc)}})
                     next_publish += 2.0
                 peak = max(peak, proc.memory_info().rss)
                 time.sleep(0.2)

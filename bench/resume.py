@@ -21,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jobrunner.output import PartWriter, part_path, sample_id, summary_path  # noqa: E402
+from draftgen_contracts.names import sample_id
+from jobrunner.output import PartWriter, part_path, summary_path
 
 GOAL = 2.0
 

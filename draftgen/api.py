@@ -13,16 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from jobrunner.sglang_client import SAMPLING_PARAM_KINDS
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
+from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_KINDS
+from draftgen_contracts.states import DatasetState, Phase, Stage
 
-GROUP = "draftgen.io"
-VERSION = "v1alpha1"
-KIND = "DatasetGeneration"
-PLURAL = "datasetgenerations"
-SHORT_NAME = "dsgen"
-# Child names are "<name>-<suffix>" with suffixes up to 12 characters ("-report-r007"), and a Job's
-# pods add 6 more; 45 keeps every one a valid 63-character label value.
-MAX_NAME_LENGTH = 45
 MAX_REPLICAS = 64
 MAX_DATASETS = 64
 
@@ -149,9 +143,9 @@ class PromptClass(Model):
 
 
 def default_prompt_classes() -> list[PromptClass]:
-    """The reference run's table: short prompts at 150 in flight with 10,240 new tokens, long at 32 with 16,384."""
-    return [PromptClass(name="short", max_prompt_tokens=2048, concurrency=150, max_new_tokens=10240),
-            PromptClass(name="long", concurrency=32, max_new_tokens=16384)]
+    """The default table (draftgen_contracts.prompt_classes)."""
+    return [PromptClass(name=c.name, max_prompt_tokens=c.max_prompt_tokens, concurrency=c.concurrency,
+                        max_new_tokens=c.max_new_tokens) for c in DEFAULT_PROMPT_CLASSES]
 
 
 class Dataset(Model):
@@ -246,8 +240,6 @@ SPEC_RULES = [
 
 # --- status ---------------------------------------------------------------------------------------
 
-Phase = Literal["Pending", "Generating", "Merging", "Extracting", "Succeeded", "Failed", "Suspended"]
-DatasetStateName = Literal["Pending", "Generating", "BudgetMet", "Exhausted", "Failed"]
 
 
 class Condition(Model):
@@ -266,7 +258,7 @@ class DatasetStatus(Model):
     budget_tokens: int = 0
     tokens: int = 0
     samples: int = 0
-    state: DatasetStateName = "Pending"
+    state: DatasetState = DatasetState.PENDING
     truncated: int = 0
     skipped: int = 0
     tokens_per_second: float = 0.0
@@ -299,8 +291,8 @@ class StageJobs(Model):
 class DatasetGenerationStatus(Model):
     """Written by the operator alone."""
 
-    phase: Phase = "Pending"
-    stage: Literal["Generating", "Merging", "Extracting", "Done"] | None = Field(None, description=(
+    phase: Phase = Phase.PENDING
+    stage: Stage | None = Field(None, description=(
         "Where the pipeline stands (phase shows Suspended or Failed over it)."))
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list,

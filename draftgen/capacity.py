@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobrunner.hidden_states.plan import bytes_per_token
+from draftgen_contracts.hidden_state_layout import bytes_per_token
 
 from .api import Capacity, DatasetGenerationSpec
 

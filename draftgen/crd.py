@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from draftgen_contracts import names
+
 from . import api
 
 PRINTER_COLUMNS = [
@@ -73,18 +75,18 @@ def crd() -> dict:
         "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
                        "spec": spec, "status": status},
         "x-kubernetes-validations": [api.cel(
-            f"self.metadata.name.size() <= {api.MAX_NAME_LENGTH}",
-            f"metadata.name must be at most {api.MAX_NAME_LENGTH} characters so every child object's name "
+            f"self.metadata.name.size() <= {names.MAX_NAME_LENGTH}",
+            f"metadata.name must be at most {names.MAX_NAME_LENGTH} characters so every child object's name "
             "(Jobs, pods, ServiceAccount, reports) stays valid")],
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{api.PLURAL}.{api.GROUP}"},
+        "metadata": {"name": f"{names.PLURAL}.{names.GROUP}"},
         "spec": {
-            "group": api.GROUP, "scope": "Namespaced",
-            "names": {"kind": api.KIND, "plural": api.PLURAL, "singular": api.KIND.lower(),
-                      "shortNames": [api.SHORT_NAME], "categories": ["draftgen"]},
-            "versions": [{"name": api.VERSION, "served": True, "storage": True,
+            "group": names.GROUP, "scope": "Namespaced",
+            "names": {"kind": names.KIND, "plural": names.PLURAL, "singular": names.KIND.lower(),
+                      "shortNames": [names.SHORT_NAME], "categories": ["draftgen"]},
+            "versions": [{"name": names.VERSION, "served": True, "storage": True,
                           "subresources": {"status": {}}, "additionalPrinterColumns": PRINTER_COLUMNS,
                           "schema": {"openAPIV3Schema": root}}],
         },

@@ -1,20 +1,16 @@
-from draftgen.api import DatasetGenerationSpec, DatasetStatus
+from draftgen.api import DatasetStatus
 from draftgen.fold import fold_replicas, fold_reports, is_generation_done, progress_text
+from draftgen_dev.builders import SpecBuilder, dataset_progress, progress
 
-SPEC = DatasetGenerationSpec.model_validate({
-    "model": {"claimName": "m", "path": "p"}, "server": {"image": "i", "replicas": 2},
-    "datasets": [{"name": "a", "path": "a.jsonl", "budgetTokens": 1000},
-                 {"name": "b", "path": "b.jsonl", "budgetTokens": 500, "sampleCap": 3}],
-    "output": {"claimName": "d"}})
+SPEC = SpecBuilder().replicas(2).dataset("a", budget=1000).dataset("b", budget=500, sampleCap=3).spec()
 
 
 def report(replica, **datasets):
-    return {"replica": replica, "updated_at": 100.0 + replica, "datasets": datasets}
+    return progress(replica, replicas=2, **datasets)
 
 
 def entry(tokens, samples=1, state="Generating", truncated=0):
-    return {"completion_tokens": tokens, "samples": samples, "state": state, "truncated": truncated,
-            "tokens_per_second": 10.0}
+    return dataset_progress(tokens, samples, state, truncated=truncated, tokens_per_second=10.0)
 
 
 def by_name(folded):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import re
@@ -37,10 +36,12 @@ from typing import Literal
 import yaml
 from pydantic import ValidationError
 
-from jobrunner import budget
+from draftgen_contracts import budget, exit_codes, names
+from draftgen_contracts.states import Component
+from draftgen_contracts.timestamps import utc_now_iso
+from draftgen_contracts.validation import error_lines
 from jobrunner.config import ConfigError, parse_config
 from jobrunner.coordination import FileCoordinator
-from jobrunner.generate import EXIT_RETRY_LATER
 from jobrunner.output import record_files
 
 from . import api, plan
@@ -48,21 +49,16 @@ from .api import DatasetStatus
 from .fold import fold_reports, is_generation_done, progress_text
 from .policies.stage_policy import Stage, next_stage
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-
 JOBRUNNER = [sys.executable, "-m", "jobrunner.cli"]
 SIMULATOR_COMMAND = ["jobrunner", "simulate"]
 # Generate publishes (fsync + progress document) this often: the display's refresh rate.
 PROGRESS_INTERVAL_S = 1.0
 PLAIN_INTERVAL_S = 5.0  # one block of progress lines this often when stdout is not a terminal
-# The first run and six restarts after transient failures (exit 75), as the generation Job's backoffLimit.
-GENERATE_ATTEMPTS = 7
+# The first run and as many restarts after transient failures as the generation Job's backoffLimit.
+GENERATE_ATTEMPTS = 1 + exit_codes.BACKOFF_LIMITS[Component.GENERATE]
 SERVER_URL_TIMEOUT_S = 60.0  # the simulator binds at once; the readiness wait is generate's own
 LOG_TAIL_LINES = 20
 STAGE_COMMANDS: dict[Stage, str] = {"Generating": "generate", "Merging": "merge", "Extracting": "extract"}
-NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")  # a DNS subdomain, as the API server checks
 
 
 class SpecError(ValueError):
@@ -70,7 +66,7 @@ class SpecError(ValueError):
 
 
 class StageFailed(RuntimeError):
-    def __init__(self, stage: str, message: str, exit_code: int = EXIT_FAILED):
+    def __init__(self, stage: str, message: str, exit_code: int = exit_codes.FAILED):
         super().__init__(message)
         self.stage = stage
         self.exit_code = exit_code
@@ -84,42 +80,29 @@ class Interrupted(RuntimeError):
 
 # --- the spec ---------------------------------------------------------------------------------------
 
-def field_path(loc: tuple) -> str:
-    """A pydantic error location as a YAML path: ("datasets", 0, "budgetTokens") -> datasets[0].budgetTokens."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def spec_errors(e: ValidationError, prefix: str = "spec") -> list[str]:
-    return [f"{prefix}.{field_path(err['loc'])}: {err['msg']}" if err["loc"] else f"{prefix}: {err['msg']}"
-            for err in e.errors()]
-
-
 def dataset_generation(documents: list) -> dict:
     """The one DatasetGeneration among a file's YAML documents (a file may carry its PVCs too)."""
-    found = [d for d in documents if isinstance(d, dict) and d.get("kind") == api.KIND]
+    found = [d for d in documents if isinstance(d, dict) and d.get("kind") == names.KIND]
     if len(found) != 1:
-        raise SpecError(f"expected one {api.KIND} object, found {len(found)}")
+        raise SpecError(f"expected one {names.KIND} object, found {len(found)}")
     obj = found[0]
-    if obj.get("apiVersion") != f"{api.GROUP}/{api.VERSION}":
-        raise SpecError(f"apiVersion: {obj.get('apiVersion')!r}, expected {api.GROUP}/{api.VERSION}")
+    if obj.get("apiVersion") != f"{names.GROUP}/{names.VERSION}":
+        raise SpecError(f"apiVersion: {obj.get('apiVersion')!r}, expected {names.GROUP}/{names.VERSION}")
     return obj
 
 
 def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
     """(metadata.name, spec) of a DatasetGeneration object; SpecError names the first bad fields."""
     name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name) or len(name) > api.MAX_NAME_LENGTH:
-        raise SpecError(f"metadata.name: {name!r} must be a lowercase DNS name of at most {api.MAX_NAME_LENGTH} "
+    if not isinstance(name, str) or not names.NAME_PATTERN.match(name) or len(name) > names.MAX_NAME_LENGTH:
+        raise SpecError(f"metadata.name: {name!r} must be a lowercase DNS name of at most {names.MAX_NAME_LENGTH} "
                         "characters")
     if not isinstance(obj.get("spec"), dict):
         raise SpecError("spec: required, a mapping")
     try:
         return name, api.DatasetGenerationSpec.model_validate(obj["spec"])
     except ValidationError as e:
-        raise SpecError("\n  ".join(spec_errors(e))) from None
+        raise SpecError("\n  ".join(error_lines(e, "spec"))) from None
 
 
 def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:
@@ -144,7 +127,7 @@ def local_spec(spec: api.DatasetGenerationSpec) -> api.DatasetGenerationSpec:
 
 def pod_mounts(spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path) -> dict[str, Path]:
     """What the pods mount where -> the local folder that stands for it."""
-    return {plan.DATA_MOUNT: data_dir, spec.model.mount_path.rstrip("/") or "/": model_dir}
+    return {names.DATA_MOUNT: data_dir, spec.model.mount_path.rstrip("/") or "/": model_dir}
 
 
 def local_path(pod_path: str, mounts: dict[str, Path]) -> str:
@@ -225,7 +208,7 @@ def generate_outcome(exit_code: int, attempt: int) -> Literal["done", "restart",
     """After a generate process: go on, restart it (transient failures left rows to redo), or fail."""
     if exit_code == 0:
         return "done"
-    if exit_code == EXIT_RETRY_LATER and attempt < GENERATE_ATTEMPTS:
+    if exit_code == exit_codes.RETRY_LATER and attempt < GENERATE_ATTEMPTS:
         return "restart"
     return "failed"
 
@@ -336,10 +319,6 @@ class ProgressView:
 
 # --- the run ----------------------------------------------------------------------------------------
 
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -382,7 +361,7 @@ class LocalRun:
 
     def fold(self, generation_finished: bool = False) -> list[DatasetStatus]:
         reports = FileCoordinator(self.coordination_dir, 0).all_progress()
-        self.statuses = fold_reports(self.spec, reports, self.statuses, now_iso(), generation_finished)
+        self.statuses = fold_reports(self.spec, reports, self.statuses, utc_now_iso(), generation_finished)
         return self.statuses
 
     def corpus_dir(self) -> Path:
@@ -430,7 +409,7 @@ class LocalRun:
             ran.add(stage)
             {"Generating": self.generate, "Merging": self.merge, "Extracting": self.extract}[stage]()
         self.report()
-        return EXIT_OK
+        return exit_codes.OK
 
     def show_final(self) -> None:
         with ProgressView(self.out, tty=False) as view:
@@ -453,7 +432,7 @@ class LocalRun:
                     return
                 if outcome == "failed":
                     raise StageFailed("generate", f"exit {code}; the end of {log}:\n{log_tail(log)}",
-                                      EXIT_BAD_INPUT if code == EXIT_BAD_INPUT else EXIT_FAILED)
+                                      exit_codes.BAD_CONFIG if code == exit_codes.BAD_CONFIG else exit_codes.FAILED)
                 self.say(f"generate: transient failures left rows to redo; restart {attempt} of "
                          f"{GENERATE_ATTEMPTS - 1}")
 
@@ -523,7 +502,7 @@ class LocalRun:
         if replicas:
             raise StageFailed("generate", f"{self.output_root} holds the output of replicas {replicas} of a run "
                                           "with more replicas; this machine runs replica 0 of 1 and would generate "
-                                          "their rows again: use another output.path", EXIT_BAD_INPUT)
+                                          "their rows again: use another output.path", exit_codes.BAD_CONFIG)
 
     def check_checkpoint(self) -> None:
         """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""
@@ -532,7 +511,7 @@ class LocalRun:
         model = Path(parse_command(self.extract_argv, extract).model)
         if self.spec.extraction.enabled and not model.is_dir():
             raise StageFailed("extract", f"the model checkpoint {model} is not a directory "
-                                         "(spec.model.path under --model-dir)", EXIT_BAD_INPUT)
+                                         "(spec.model.path under --model-dir)", exit_codes.BAD_CONFIG)
 
     def report(self) -> None:
         argv = [*JOBRUNNER, "report", "--output-root", str(self.output_root),
@@ -622,14 +601,14 @@ def main(args: argparse.Namespace) -> int:
         name, spec = load_spec(args.spec)
     except SpecError as e:
         print(f"draftgen run: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_CONFIG
     here = Path(args.spec).resolve().parent
     try:
         run = LocalRun(name, spec, Path(args.data_dir or here), Path(args.model_dir or here),
                        server_url=args.server_url, extract_device=args.extract_device)
     except ConfigError as e:
         print(f"draftgen run: {args.spec}: the spec renders an invalid generate config: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.BAD_CONFIG
     with signals_to(run.on_signal):
         try:
             return run.run()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-from .plan import CONFIG_HASH_ANNOTATION
+from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, LABEL_COMPONENT
+from draftgen_contracts.progress import ProgressDocument
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class JobState:
 @dataclass(frozen=True)
 class World:
     jobs: dict[str, JobState] = field(default_factory=dict)
-    reports: dict[int, dict] = field(default_factory=dict)  # replica -> its last progress document
+    reports: dict[int, ProgressDocument] = field(default_factory=dict)  # replica -> its last report
     existing: frozenset[tuple[str, str]] = frozenset()  # (kind, name) of setup objects present
     missing_claims: tuple[str, ...] = ()
 
@@ -35,7 +35,7 @@ def job_state_from(job: dict) -> JobState:
     conditions = {c["type"]: c for c in status.get("conditions") or [] if c.get("status") == "True"}
     failed = conditions.get("Failed")
     return JobState(
-        name=meta["name"], component=(meta.get("labels") or {}).get("draftgen.io/component", ""),
+        name=meta["name"], component=(meta.get("labels") or {}).get(LABEL_COMPONENT, ""),
         config_hash=(meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION),
         active=status.get("active") or 0, succeeded="Complete" in conditions, failed=failed is not None,
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),

@@ -14,25 +14,15 @@ from typing import Any
 
 import yaml
 
+from draftgen_contracts import exit_codes, names
+
 from . import api
 
-LABEL_NAME = "draftgen.io/name"
-LABEL_COMPONENT = "draftgen.io/component"
-LABEL_REPLICA = "draftgen.io/replica"
-LABEL_REPORT = "draftgen.io/report"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-
-CONFIG_HASH_ANNOTATION = "draftgen.io/config-hash"
-DATA_MOUNT = "/data"
-CONFIG_MOUNT = "/etc/draftgen"
-GENERATE_CONFIG_KEY = "generate.yaml"
-REPORT_KEY = "progress.json"
 # How often a generation pod reports (one PATCH, and one GET of its DatasetGeneration, per second).
 # Replicas sharing a budget learn each other's tokens through the status, so together they overshoot
 # it by about (replicas - 1) x tokens/s per replica x (this + the fold interval + this): with 4
 # replicas at 2,500 tokens/s and a 2 s fold, ~30K tokens on a 10M budget (0.3%).
 REPORT_INTERVAL_S = 1.0
-EXIT_BAD_CONFIG = 2  # jobrunner's exit code for a configuration error: retrying cannot help
 
 
 @dataclass(frozen=True)
@@ -42,42 +32,18 @@ class OperatorSettings:
     extra_pod_labels: tuple[tuple[str, str], ...] = ()  # e.g. the local kubelet's label in tests and demos
 
 
-# --- names ----------------------------------------------------------------------------------------
-
-def service_account_name(name: str) -> str:
-    return f"{name}-runner"
-
-
-def config_map_name(name: str, digest: str) -> str:
-    return f"{name}-config-{digest}"
-
-
-def report_name(name: str, replica: int) -> str:
-    return f"{name}-report-r{replica:03d}"
-
-
-def generation_job_name(name: str, replica: int) -> str:
-    return f"{name}-gen-r{replica:03d}"
-
-
-def merge_job_name(name: str) -> str:
-    return f"{name}-merge"
-
-
-def extract_job_name(name: str) -> str:
-    return f"{name}-extract"
-
+# --- labels and paths ------------------------------------------------------------------------------
 
 def labels(name: str, component: str, **extra: str) -> dict[str, str]:
-    return {LABEL_NAME: name, LABEL_COMPONENT: component, **extra}
+    return {names.LABEL_NAME: name, names.LABEL_COMPONENT: component, **extra}
 
 
 def output_root(name: str, spec: api.DatasetGenerationSpec) -> str:
-    return f"{DATA_MOUNT}/{spec.output.path or name}"
+    return f"{names.DATA_MOUNT}/{spec.output.path or name}"
 
 
 def dataset_path(spec: api.DatasetGenerationSpec, dataset: api.Dataset) -> str:
-    return dataset.path if dataset.path.startswith("/") else f"{DATA_MOUNT}/{dataset.path}"
+    return dataset.path if dataset.path.startswith("/") else f"{names.DATA_MOUNT}/{dataset.path}"
 
 
 # --- the generate config (shared with the local runner) ------------------------------------------
@@ -120,14 +86,14 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
 
 def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
     """Least privilege for the pods: read their own DatasetGeneration, read and write their own reports."""
-    sa = service_account_name(name)
-    reports = [report_name(name, r) for r in range(spec.server.replicas)]
+    sa = names.service_account_name(name)
+    reports = [names.report_name(name, r) for r in range(spec.server.replicas)]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "labels": labels(name, "rbac")}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": sa, "labels": labels(name, "rbac")},
          "rules": [
-             {"apiGroups": [api.GROUP], "resources": [api.PLURAL], "resourceNames": [name], "verbs": ["get"]},
+             {"apiGroups": [names.GROUP], "resources": [names.PLURAL], "resourceNames": [name], "verbs": ["get"]},
              {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": reports,
               "verbs": ["get", "patch", "update"]},
          ]},
@@ -141,8 +107,8 @@ def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
 def report_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
     """One empty report per replica, created by the operator (RBAC cannot limit `create` by name)."""
     return [{"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": report_name(name, r),
-                          "labels": labels(name, "report", **{LABEL_REPORT: "true", LABEL_REPLICA: str(r)})},
+             "metadata": {"name": names.report_name(name, r),
+                          "labels": labels(name, "report", **{names.LABEL_REPORT: "true", names.LABEL_REPLICA: str(r)})},
              "data": {}} for r in range(spec.server.replicas)]
 
 
@@ -157,13 +123,13 @@ def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec) ->
     text = yaml.safe_dump(config, sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": config_map_name(name, digest), "labels": labels(name, "config"),
-                         "annotations": {CONFIG_HASH_ANNOTATION: digest}},
-            "data": {GENERATE_CONFIG_KEY: text}}
+            "metadata": {"name": names.config_map_name(name, digest), "labels": labels(name, "config"),
+                         "annotations": {names.CONFIG_HASH_ANNOTATION: digest}},
+            "data": {names.GENERATE_CONFIG_KEY: text}}
 
 
 def config_digest(config: dict) -> str:
-    return config["metadata"]["annotations"][CONFIG_HASH_ANNOTATION]
+    return config["metadata"]["annotations"][names.CONFIG_HASH_ANNOTATION]
 
 
 # Models and tokenizers come from the volume only: never wait on a hub from a GPU pod.
@@ -187,22 +153,22 @@ def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config:
 
 
 def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings,
-         pod_spec: dict, *, backoff_limit: int, extra_labels: dict[str, str] | None = None) -> dict:
+         pod_spec: dict, *, extra_labels: dict[str, str] | None = None) -> dict:
     job_labels = labels(name, component, **(extra_labels or {}))
     metadata: dict[str, Any] = {"name": job_name, "labels": dict(job_labels)}
     job_spec: dict[str, Any] = {
-        "backoffLimit": backoff_limit,
+        "backoffLimit": exit_codes.BACKOFF_LIMITS[component],
         # Configuration errors fail at once; disruptions (preemption, drain, eviction) are retried
         # without counting against the backoff limit, since a restarted pod resumes its output.
         "podFailurePolicy": {"rules": [
-            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [EXIT_BAD_CONFIG]}},
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": sorted(exit_codes.FAIL_AT_ONCE)}},
             {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         ]},
         "template": {"metadata": {"labels": {**job_labels, **dict(settings.extra_pod_labels)}},
                      "spec": {"restartPolicy": "Never", **pod_spec}},
     }
     if spec.queue_name:  # Kueue admits the Job by unsuspending it
-        metadata["labels"][KUEUE_QUEUE_LABEL] = spec.queue_name
+        metadata["labels"][names.KUEUE_QUEUE_LABEL] = spec.queue_name
         job_spec["suspend"] = True
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
@@ -240,16 +206,16 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     }
     runner = {
         "name": "generate", "image": spec.runner_image or settings.runner_image,
-        "command": ["jobrunner", "generate", "--config", f"{CONFIG_MOUNT}/{GENERATE_CONFIG_KEY}",
+        "command": ["jobrunner", "generate", "--config", f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}",
                     "--replica", str(replica), "--server-url", "http://$(POD_IP):%d" % s.port],
         "env": [*POD_IP_ENV, *OFFLINE_ENV],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
-        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
-                         {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
+                         {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
     }
     pod_spec = {
-        "serviceAccountName": service_account_name(name),
+        "serviceAccountName": names.service_account_name(name),
         "nodeSelector": s.node_selector, "tolerations": s.tolerations,
         # One generation pod per GPU node: replicas never share a node's GPUs.
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
@@ -259,9 +225,9 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
         "initContainers": [server], "containers": [runner],
         "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True),
     }
-    job = _job(name, generation_job_name(name, replica), "generate", spec, settings, pod_spec, backoff_limit=6,
-               extra_labels={LABEL_REPLICA: str(replica)})
-    job["metadata"]["annotations"] = {CONFIG_HASH_ANNOTATION: config_digest(config)}
+    job = _job(name, names.generation_job_name(name, replica), "generate", spec, settings, pod_spec,
+               extra_labels={names.LABEL_REPLICA: str(replica)})
+    job["metadata"]["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_digest(config)}
     return job
 
 
@@ -290,11 +256,11 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
     container = {
         "name": "merge", "image": spec.runner_image or settings.runner_image, "command": merge_command(name, spec),
         "resources": m.resources or {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
-        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT}],
     }
-    pod_spec = {"serviceAccountName": service_account_name(name), "containers": [container],
+    pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
                 "volumes": _volumes(name, spec, model=False, config=None, shm=False)}
-    return _job(name, merge_job_name(name), "merge", spec, settings, pod_spec, backoff_limit=3)
+    return _job(name, names.merge_job_name(name), "merge", spec, settings, pod_spec)
 
 
 def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
@@ -303,15 +269,15 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
         "name": "extract", "image": spec.runner_image or settings.runner_image,
         "command": extract_command(name, spec),
         "resources": _with_gpus(e.resources, e.gpus), "env": OFFLINE_ENV,
-        "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT},
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    pod_spec = {"serviceAccountName": service_account_name(name), "containers": [container],
+    pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
                 "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
     if e.gpus:
         pod_spec.update(nodeSelector=spec.server.node_selector, tolerations=spec.server.tolerations)
-    return _job(name, extract_job_name(name), "extract", spec, settings, pod_spec, backoff_limit=3)
+    return _job(name, names.extract_job_name(name), "extract", spec, settings, pod_spec)
 
 
 def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:

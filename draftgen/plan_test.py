@@ -3,6 +3,7 @@
 import yaml
 
 from draftgen import api, plan
+from draftgen_contracts import exit_codes, names
 from jobrunner.config import parse_config
 
 SPEC = api.DatasetGenerationSpec.model_validate({
@@ -51,24 +52,24 @@ def test_replicas_never_share_a_node():
     job, _ = generation_pod()
     term = job["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["topologyKey"] == "kubernetes.io/hostname"
-    assert term["labelSelector"]["matchLabels"] == {plan.LABEL_NAME: "k25", plan.LABEL_COMPONENT: "generate"}
+    assert term["labelSelector"]["matchLabels"] == {names.LABEL_NAME: "k25", names.LABEL_COMPONENT: "generate"}
 
 
 def test_config_errors_fail_fast_and_disruptions_do_not_count():
     job, _ = generation_pod()
     rules = job["spec"]["podFailurePolicy"]["rules"]
-    assert rules[0] == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [plan.EXIT_BAD_CONFIG]}}
+    assert rules[0] == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [exit_codes.BAD_CONFIG]}}
     assert rules[1]["action"] == "Ignore" and rules[1]["onPodConditions"][0]["type"] == "DisruptionTarget"
 
 
 def test_kueue_queue_suspends_the_job_for_admission():
     job, _ = generation_pod()
-    assert job["metadata"]["labels"][plan.KUEUE_QUEUE_LABEL] == "gpu-queue" and job["spec"]["suspend"] is True
+    assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and job["spec"]["suspend"] is True
 
 
 def test_rendered_generate_config_is_a_valid_jobrunner_config():
     _, config = generation_pod()
-    parsed = parse_config(yaml.safe_load(config["data"][plan.GENERATE_CONFIG_KEY]))
+    parsed = parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY]))
     assert parsed.replicas == 2 and parsed.output_root == "/data/k25"
     assert parsed.tokenizer_path == "/models/kimi-k2.5"
     assert parsed.chat_template_kwargs == {"enable_thinking": True, "thinking": True}
@@ -93,8 +94,8 @@ def test_role_allows_only_own_reports_and_own_object():
 
 
 def test_every_child_name_fits_for_the_longest_allowed_name():
-    name = "n" * api.MAX_NAME_LENGTH
-    names = [plan.generation_job_name(name, 63), plan.report_name(name, 63), plan.merge_job_name(name),
-             plan.extract_job_name(name), plan.service_account_name(name), plan.config_map_name(name, "0123456789")]
-    assert all(len(n) <= 63 for n in names)
-    assert len(plan.generation_job_name(name, 63)) + 6 <= 63  # the Job's pods add "-xxxxx"
+    name = "n" * names.MAX_NAME_LENGTH
+    children = [names.generation_job_name(name, 63), names.report_name(name, 63), names.merge_job_name(name),
+             names.extract_job_name(name), names.service_account_name(name), names.config_map_name(name, "0123456789")]
+    assert all(len(n) <= 63 for n in children)
+    assert len(names.generation_job_name(name, 63)) + 6 <= 63  # the Job's pods add "-xxxxx"

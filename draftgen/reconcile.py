@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from draftgen_contracts import names
+
 from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
 from .capacity import estimate
@@ -46,7 +48,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     datasets = fold_reports(spec, world.reports, previous.datasets, now,
                             generation_jobs_finished(jobs, spec.server.replicas, digest))
     stage_before = previous.stage or "Generating"
-    merge, extract = world.jobs.get(plan.merge_job_name(name)), world.jobs.get(plan.extract_job_name(name))
+    merge, extract = world.jobs.get(names.merge_job_name(name)), world.jobs.get(names.extract_job_name(name))
     stage = next_stage(stage_before, generation_done=is_generation_done(datasets),
                        merge_succeeded=bool(merge and merge.succeeded and not merge.deleting),
                        extract_succeeded=bool(extract and extract.succeeded and not extract.deleting),
@@ -58,7 +60,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
 
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
     failure = None if spec.suspend else failure_of(jobs)
-    errors = [f"replica {r}: {report['error']}" for r, report in sorted(world.reports.items()) if report.get("error")]
+    errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
     if failure and errors:  # what the pod said, beside what Kubernetes says
         failure = (failure[0], f"{failure[1]}; {'; '.join(errors)}")
     if failure and not still_failed:
@@ -93,9 +95,9 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         progress=progress_text(datasets), start_time=previous.start_time or now,
         completion_time=(previous.completion_time or now) if stage == "Done" else None,
         capacity=previous.capacity or estimate(spec),
-        jobs=StageJobs(generation=[plan.generation_job_name(name, r) for r in range(spec.server.replicas)],
-                       merge=plan.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
-                       extract=plan.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
+        jobs=StageJobs(generation=[names.generation_job_name(name, r) for r in range(spec.server.replicas)],
+                       merge=names.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
+                       extract=names.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
                        else None))
 
     if still_failed:  # a failure stays until the spec changes

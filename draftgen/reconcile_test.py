@@ -1,13 +1,12 @@
 """One reconcile, as a pure function, in the situations the operator meets."""
 
 from draftgen import plan
-from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
-from draftgen.observed import JobState, World
+from draftgen.api import DatasetGenerationStatus
+from draftgen.observed import World
 from draftgen.reconcile import decide
+from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
 
-SPEC = DatasetGenerationSpec.model_validate({
-    "model": {"claimName": "models", "path": "m"}, "server": {"image": "sglang", "replicas": 2},
-    "datasets": [{"name": "a", "path": "a.jsonl", "budgetTokens": 100}], "output": {"claimName": "data"}})
+SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
 SETTINGS = plan.OperatorSettings()
 DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC))
 
@@ -22,12 +21,11 @@ def names(objs, kind=None):
 
 
 def report(replica, tokens, state="Generating"):
-    return {"replica": replica, "updated_at": 1.0, "datasets": {"a": {"completion_tokens": tokens, "samples": 1,
-                                                                     "state": state}}}
+    return progress(replica, replicas=2, updated_at=1.0, a=dataset_progress(tokens, state=state))
 
 
 def gen_jobs(**kw):
-    return {f"x-gen-r00{r}": JobState(f"x-gen-r00{r}", "generate", DIGEST, **kw) for r in range(2)}
+    return generation_jobs("x", 2, DIGEST, **kw)
 
 
 def test_a_new_object_gets_its_setup_and_one_generation_job_per_replica_and_waits_for_servers():
@@ -63,7 +61,7 @@ def test_a_missing_claim_is_a_condition_and_no_job_is_created():
 
 def test_a_failed_job_fails_the_object_with_the_pods_own_words_and_it_stays_failed():
     jobs = gen_jobs(failed=True, failure_reason="PodFailurePolicy", failure_message="exit code 2")
-    d = run(jobs=jobs, reports={0: {"replica": 0, "error": "tokenizer_path /models/m: no such directory"}})
+    d = run(jobs=jobs, reports={0: progress(0, replicas=2, error="tokenizer_path /models/m: no such directory")})
     failed = {c.type: c for c in d.status.conditions}["Failed"]
     assert d.status.phase == "Failed" and failed.reason == "GenerationJobFailed"
     assert "exit code 2" in failed.message and "no such directory" in failed.message

@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from jobrunner.prompts import DEFAULT_PROMPT_CLASSES, PromptClass
-from jobrunner.sglang_client import InvalidSamplingParams, validate_sampling_params
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass
+from draftgen_contracts.sglang_protocol import InvalidSamplingParams, validate_sampling_params
+from draftgen_contracts.validation import error_lines
 
 
 class _Strict(BaseModel):
@@ -154,11 +155,7 @@ class ConfigError(ValueError):
 
 
 def _format_validation_error(path: str, e: ValidationError) -> str:
-    lines = [f"{path}: invalid generate config"]
-    for err in e.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"  {where}: {err['msg']}")
-    return "\n".join(lines)
+    return "\n  ".join([f"{path}: invalid generate config", *error_lines(e, "config")])
 
 
 def parse_config(data: Any, source: str = "<config>") -> GenerateConfig:

@@ -12,18 +12,18 @@ keeps the last known view (generation never stops because the API server blinked
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict
 
 from kubernetes import client, config
 
+from draftgen_contracts import names
+from draftgen_contracts.progress import ProgressDocument, parse_progress
+from draftgen_contracts.states import DATASET_DONE
+
 log = logging.getLogger("jobrunner.coordination")
 
-GROUP, VERSION, PLURAL = "draftgen.io", "v1alpha1", "datasetgenerations"
-REPORT_KEY = "progress.json"
-DONE_STATES = frozenset({"BudgetMet", "Exhausted"})
 REMEMBERED_REPORTS = 64
 
 
@@ -63,29 +63,28 @@ class KubeCoordinator:
         the status may still count the report its predecessor published last: remember that one."""
         try:
             data = self.core.read_namespaced_config_map(self.report, self.namespace, _request_timeout=10).data or {}
-            previous = json.loads(data.get(REPORT_KEY) or "null")
         except Exception as e:  # none yet, or unreadable: then the status holds nothing of ours
             log.info("no previous report for %s: %s", self.report, e)
             return
-        if isinstance(previous, dict) and previous.get("updated_at") is not None:
+        previous = parse_progress(data.get(names.REPORT_KEY))
+        if previous is not None:
             self._remember(previous)
 
-    def _remember(self, progress: dict) -> None:
-        self._own_tokens_at[progress["updated_at"]] = {
-            n: int(d.get("completion_tokens", 0)) for n, d in (progress.get("datasets") or {}).items()}
+    def _remember(self, progress: ProgressDocument) -> None:
+        self._own_tokens_at[progress.updated_at] = progress.tokens()
         while len(self._own_tokens_at) > REMEMBERED_REPORTS:
             self._own_tokens_at.popitem(last=False)
 
-    def publish(self, progress: dict) -> None:
+    def publish(self, progress: ProgressDocument) -> None:
         self.core.patch_namespaced_config_map(self.report, self.namespace,
-                                              {"data": {REPORT_KEY: json.dumps(progress, sort_keys=True)}},
-                                              _request_timeout=10)
+                                              {"data": {names.REPORT_KEY: progress.to_json()}}, _request_timeout=10)
         self._remember(progress)
 
     def _current_status(self) -> dict:
         if time.monotonic() - self._polled_at >= self.min_poll_s:
             try:
-                obj = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name,
+                obj = self.custom.get_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL,
+                                                               self.name,
                                                                _request_timeout=10)
                 self._status = obj.get("status") or {}
                 self._polled_at = time.monotonic()
@@ -94,7 +93,7 @@ class KubeCoordinator:
         return self._status
 
     def stopped_datasets(self) -> set[str]:
-        return {d["name"] for d in self._current_status().get("datasets") or [] if d.get("state") in DONE_STATES}
+        return {d["name"] for d in self._current_status().get("datasets") or [] if d.get("state") in DATASET_DONE}
 
     def tokens_elsewhere(self) -> dict[str, int]:
         return tokens_elsewhere(self._current_status(), self.replica, self._own_tokens_at)

@@ -20,13 +20,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from draftgen_contracts import names
+
 CORPUS_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 SPLITS = ("train", "eval")
-
-
-def shard_name(split: str, index: int) -> str:
-    return f"{split}-{index:05d}.jsonl"
 
 
 def loss_mask(prompt_len: int, response_len: int) -> list[int]:
@@ -71,7 +69,7 @@ class ShardWriter:
         self._file = None
 
     def _open(self) -> None:
-        name = shard_name(self.split, len(self.shards))
+        name = names.corpus_shard_name(self.split, len(self.shards))
         self._file = open(self.directory / (name + ".tmp"), "wb", buffering=1 << 20)
         self._current = {"name": name, "split": self.split, "records": 0, "tokens": 0, "bytes": 0}
         self._hash = hashlib.sha256()

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from draftgen_contracts.hidden_state_layout import DTYPE_BYTES
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
 from jobrunner.hidden_states import plan
@@ -127,7 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--aux-layers", help="comma-separated decoder layer numbers, 0-based "
                         "(default EAGLE-3's 1,N//2-1,N-4 = output_hidden_states indices 2,N//2,N-3)")
     parser.add_argument("--final-state", choices=FINAL_STATES, default="post-norm")
-    parser.add_argument("--dtype", choices=sorted(plan.DTYPE_BYTES), default="bf16")
+    parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="bf16")
     parser.add_argument("--max-len", type=int, help="longest sequence extracted (default: no limit)")
     parser.add_argument("--too-long", choices=plan.TOO_LONG_POLICIES, default="truncate",
                         help="what happens to a sample over --max-len")

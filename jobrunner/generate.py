@@ -25,7 +25,7 @@ Per dataset, in the configured order:
 A 400 for one sample (or a response that breaks the contract) is recorded as a skipped row with its
 reason. A request that fails after the client's retries, or that the server aborted on its own, is
 not recorded: its row is generated again on the next run, and the process exits with
-`EXIT_RETRY_LATER` so that a Job restarts it. SIGTERM stops dispatch, aborts in flight, syncs and
+`exit_codes.RETRY_LATER` so that a Job restarts it. SIGTERM stops dispatch, aborts in flight, syncs and
 exits 0.
 """
 
@@ -42,22 +42,21 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
-from jobrunner import budget
+from draftgen_contracts import budget, exit_codes, names
+from draftgen_contracts.progress import DatasetProgress, ProgressDocument
+from draftgen_contracts.sglang_protocol import BadRequest, InvalidResponse, RequestFailed, SGLangError
+from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig, GenerateConfig
 from jobrunner.coordination import Coordinator, FileCoordinator
 from jobrunner.datasets import read_rows
-from jobrunner.output import PartWriter, sample_id
+from jobrunner.output import PartWriter
 from jobrunner.prompts import Prompt, PromptPreparer, load_tokenizer
-from jobrunner.sglang_client import (
-    BadRequest, InvalidResponse, RequestFailed, RetryPolicy, SGLangClient, SGLangError, make_rid,
-)
+from jobrunner.sglang.client import SGLangClient
+from jobrunner.sglang.retry import RetryPolicy
+from jobrunner.sglang.rids import make_rid
 from jobrunner.stats import RateMeter
 
 log = logging.getLogger("jobrunner.generate")
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_RETRY_LATER = 75  # EX_TEMPFAIL: rows left unfinished by transient failures; run again to resume
 
 # Consecutive requests failing after all retries before the run gives up (the server is gone).
 MAX_CONSECUTIVE_FAILURES = 20
@@ -74,12 +73,12 @@ def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, f
     """The process exit status: 0 when every dataset got what it could (or on SIGTERM), 75 when
     transient failures left rows to redo, 1 when the run failed."""
     if failed:
-        return EXIT_FAILED
+        return exit_codes.FAILED
     if shutdown:
-        return EXIT_OK
-    if transient_failures and any(s != "BudgetMet" for s in states.values()):
-        return EXIT_RETRY_LATER
-    return EXIT_OK
+        return exit_codes.OK
+    if transient_failures and any(s != DatasetState.BUDGET_MET for s in states.values()):
+        return exit_codes.RETRY_LATER
+    return exit_codes.OK
 
 
 def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
@@ -163,22 +162,16 @@ class DatasetRun:
                                     self.writer.totals.records, started=self.started, exhausted=exhausted,
                                     stopped=self.stopped_externally)
 
-    def progress(self, now: float) -> dict:
+    def progress(self, now: float) -> DatasetProgress:
         """Published totals: the durable ones only (the writer's last sync)."""
         durable = self.writer.durable
         rate = self.rate.rate(now)
-        return {
-            "state": self.state(),
-            "completion_tokens": durable.completion_tokens,
-            "samples": durable.records,
-            "skipped": durable.skipped,
-            "skipped_by_reason": dict(durable.skipped_by_reason),
-            "truncated": durable.finish_reasons.get("length", 0),
-            "budget_tokens": self.config.budget_tokens,
-            "tokens_per_second": round(rate, 1),
-            "eta_s": budget.eta_seconds(self.config.budget_tokens, self.tokens, rate),
-            "in_flight": len(self.in_flight),
-        }
+        return DatasetProgress(
+            state=self.state(), completion_tokens=durable.completion_tokens, samples=durable.records,
+            skipped=durable.skipped, skipped_by_reason=dict(durable.skipped_by_reason),
+            truncated=durable.finish_reasons.get("length", 0), budget_tokens=self.config.budget_tokens,
+            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.config.budget_tokens, self.tokens, rate),
+            in_flight=len(self.in_flight))
 
 
 class Engine:
@@ -319,7 +312,7 @@ class Engine:
         return run.should_dispatch()
 
     def _dispatch(self, run: DatasetRun, prompt: Prompt, queued_s: float) -> None:
-        rid = make_rid(self.run_key, sample_id(run.name, prompt.row), 0)
+        rid = make_rid(self.run_key, names.sample_id(run.name, prompt.row), 0)
         task = asyncio.create_task(self._request(run, prompt, rid, queued_s), name=rid)
         dispatched_at = time.monotonic()
         run.in_flight[prompt.row] = (task, rid)
@@ -348,24 +341,24 @@ class Engine:
             self._consecutive_failures = 0
             run.writer.append_skip(prompt.row, "invalid_response", str(e))
         except RequestFailed as e:
-            self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: {e}")
+            self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: {e}")
         except Exception as e:  # anything unexpected: keep the row for the next run, say why
-            log.exception("%s: request failed", sample_id(run.name, prompt.row))
-            self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: {type(e).__name__}: {e}")
+            log.exception("%s: request failed", names.sample_id(run.name, prompt.row))
+            self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: {type(e).__name__}: {e}")
         else:
             self._consecutive_failures = 0
             if result.finish_reason == "abort":
                 # Aborted by the server on its own (our own aborts come with a cancelled Task,
                 # whose answer is never read): not a response; the next run generates the row again.
                 if not run.stopping:
-                    self._transient_failure(run, f"{sample_id(run.name, prompt.row)}: aborted by the server")
+                    self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: aborted by the server")
             else:
                 self._write(run, prompt, params, result, queued_s, time.monotonic() - started)
 
     def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float) -> None:
         now = time.time()
         run.writer.append_record({
-            "sample_id": sample_id(run.name, prompt.row),
+            "sample_id": names.sample_id(run.name, prompt.row),
             "dataset": run.name,
             "row": prompt.row,
             "input_ids": prompt.input_ids,
@@ -447,13 +440,9 @@ class Engine:
         now = time.monotonic()
         for run in self.runs:
             run.writer.sync()  # fsync before publishing: published totals are durable
-        self.coordinator.publish({
-            "replica": self.config.replica,
-            "replicas": self.config.replicas,
-            "updated_at": time.time(),
-            "finished": finished,
-            "datasets": {run.name: run.progress(now) for run in self.runs},
-        })
+        self.coordinator.publish(ProgressDocument(
+            replica=self.config.replica, replicas=self.config.replicas, updated_at=time.time(), finished=finished,
+            datasets={run.name: run.progress(now) for run in self.runs}))
 
     async def _publish_loop(self) -> None:
         while True:
@@ -467,17 +456,15 @@ class Engine:
                 if run.started and not run.stopping:
                     p = run.progress(time.monotonic())
                     log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight", run.name,
-                             run.tokens, run.config.budget_tokens, p["samples"], p["tokens_per_second"],
-                             p["in_flight"])
+                             run.tokens, run.config.budget_tokens, p.samples, p.tokens_per_second, p.in_flight)
 
 
 def make_coordinator(config: GenerateConfig) -> Coordinator:
     if config.coordination.kind == "kubernetes":
         from jobrunner.coordination_kube import KubeCoordinator
-        from draftgen.plan import report_name
 
         c = config.coordination
-        return KubeCoordinator(c.name, c.namespace, report_name(c.name, config.replica), config.replica)
+        return KubeCoordinator(c.name, c.namespace, names.report_name(c.name, config.replica), config.replica)
     return FileCoordinator(config.coordination_directory(), config.replica)
 
 

@@ -8,11 +8,11 @@ import logging
 import sys
 import time
 
+from draftgen_contracts import exit_codes
+from draftgen_contracts.progress import ProgressDocument
+from draftgen_contracts.sglang_protocol import SGLangError
 from jobrunner.config import ConfigError, load_config, missing_inputs
-from jobrunner.generate import EXIT_FAILED, configure_logging, make_coordinator, run_generate
-from jobrunner.sglang_client import SGLangError
-
-EXIT_BAD_CONFIG = 2
+from jobrunner.generate import configure_logging, make_coordinator, run_generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,25 +34,24 @@ def main(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--replica {config.replica} must be < replicas {config.replicas}")
     except ConfigError as e:
         print(e, file=sys.stderr)
-        return EXIT_BAD_CONFIG
+        return exit_codes.BAD_CONFIG
     problems = missing_inputs(config)
     if problems:
         message = "; ".join(problems)
         print(f"{args.config}: {message}", file=sys.stderr)
         report_error(config, message)
-        return EXIT_BAD_CONFIG
+        return exit_codes.BAD_CONFIG
     try:
         return asyncio.run(run_generate(config))
     except SGLangError as e:
         logging.getLogger("jobrunner.generate").error("%s", e)
-        return EXIT_FAILED
+        return exit_codes.FAILED
 
 
 def report_error(config, message: str) -> None:
     """Tell the coordinator (the operator, in a pod) why this replica cannot run; best effort."""
     try:
-        make_coordinator(config).publish({"replica": config.replica, "replicas": config.replicas,
-                                          "updated_at": time.time(), "finished": True, "error": message,
-                                          "datasets": {}})
+        make_coordinator(config).publish(ProgressDocument(replica=config.replica, replicas=config.replicas,
+                                                          updated_at=time.time(), finished=True, error=message))
     except Exception as e:  # the exit code still says it
         logging.getLogger("jobrunner.generate").warning("could not report the error: %s", e)

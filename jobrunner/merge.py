@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from draftgen_contracts.length_stats import length_stats
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
 from jobrunner.output import iter_records, record_files
@@ -152,31 +153,6 @@ def is_eval(sample_id: str, seed: int, eval_fraction: float) -> bool:
     return int.from_bytes(h.digest(), "big") < eval_fraction * 2**64
 
 
-def length_stats(lengths: Counter) -> dict:
-    """Summary of a length distribution held as {length: count} (exact, and bounded by distinct lengths)."""
-    n = sum(lengths.values())
-    if n == 0:
-        return {"count": 0}
-    ordered = sorted(lengths.items())
-
-    def quantile(q: float) -> int:
-        rank = max(1, math.ceil(q * n))
-        seen = 0
-        for length, count in ordered:
-            seen += count
-            if seen >= rank:
-                return length
-        return ordered[-1][0]
-
-    total = sum(length * count for length, count in ordered)
-    return {
-        "count": n, "sum": total, "mean": round(total / n, 3), "min": ordered[0][0], "median": quantile(0.5),
-        "p90": quantile(0.9), "p99": quantile(0.99), "max": ordered[-1][0],
-        "share_over_1k": round(sum(c for l, c in ordered if l > 1000) / n, 6),
-        "share_over_5k": round(sum(c for l, c in ordered if l > 5000) / n, 6),
-    }
-
-
 # --- the two passes --------------------------------------------------------------------------------
 
 
@@ -203,8 +179,9 @@ class DatasetTally:
             "response_tokens": sum(l * c for l, c in self.response_lengths.items()),
             "truncated_in_corpus": self.truncated_in_corpus,
             "finish_reasons": dict(sorted(self.finish_reasons.items())),
-            "lengths": {"prompt": length_stats(self.prompt_lengths), "response": length_stats(self.response_lengths),
-                        "total": length_stats(self.total_lengths)},
+            "lengths": {"prompt": length_stats(self.prompt_lengths).to_json(),
+                        "response": length_stats(self.response_lengths).to_json(),
+                        "total": length_stats(self.total_lengths).to_json()},
         }
 
 

@@ -33,48 +33,44 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from draftgen_contracts import names
 from jobrunner.atomic import write_bytes_atomically
 
 SUMMARY_VERSION = 1
 
 
-def sample_id(dataset: str, row: int) -> str:
-    """The id of one source row's sample, unique across replicas (the row index is global)."""
-    return f"{dataset}/{row:09d}"
-
-
 def dataset_dir(output_root: str | os.PathLike, dataset: str) -> Path:
-    return Path(output_root) / "generate" / dataset
+    return Path(output_root) / names.GENERATE_DIR / dataset
 
 
 def part_path(output_root: str | os.PathLike, dataset: str, replica: int) -> Path:
-    return dataset_dir(output_root, dataset) / f"part-r{replica:03d}.jsonl"
+    return dataset_dir(output_root, dataset) / names.part_file_name(replica)
 
 
 def skipped_path(output_root: str | os.PathLike, dataset: str, replica: int) -> Path:
-    return dataset_dir(output_root, dataset) / f"part-r{replica:03d}.skipped.jsonl"
+    return dataset_dir(output_root, dataset) / names.skipped_file_name(replica)
 
 
 def summary_path(output_root: str | os.PathLike, dataset: str, replica: int) -> Path:
-    return dataset_dir(output_root, dataset) / f"part-r{replica:03d}.summary.json"
+    return dataset_dir(output_root, dataset) / names.summary_file_name(replica)
 
 
 def record_files(output_root: str | os.PathLike, dataset: str | None = None) -> list[Path]:
     """The record part files under `output_root`, of one dataset or of all, in a stable order."""
-    base = Path(output_root) / "generate"
+    base = Path(output_root) / names.GENERATE_DIR
     if not base.is_dir():
         return []
     dirs = [base / dataset] if dataset is not None else sorted(p for p in base.iterdir() if p.is_dir())
     files: list[Path] = []
     for d in dirs:
         if d.is_dir():
-            files.extend(sorted(p for p in d.glob("part-r*.jsonl") if not p.name.endswith(".skipped.jsonl")))
+            files.extend(sorted(p for p in d.iterdir() if names.replica_of_part_file(p.name) is not None))
     return files
 
 
 def datasets_in(output_root: str | os.PathLike) -> list[str]:
     """Names of the datasets that have an output folder under `output_root`."""
-    base = Path(output_root) / "generate"
+    base = Path(output_root) / names.GENERATE_DIR
     return sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
 
 
@@ -94,14 +90,6 @@ def iter_records(path: str | os.PathLike) -> Iterator[dict]:
     """Yield the complete records of one part file, in write order; a torn final line is ignored."""
     for _, line in _complete_lines(Path(path)):
         yield json.loads(line)
-
-
-def iter_skipped(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the skip entries (`row`, `sample_id`, `reason`, `detail`) of one skipped-rows file."""
-    p = Path(path)
-    if p.exists():
-        for _, line in _complete_lines(p):
-            yield json.loads(line)
 
 
 @dataclass
@@ -170,7 +158,8 @@ def read_summary(output_root: str | os.PathLike, dataset: str, replica: int) -> 
 def summary_replicas(output_root: str | os.PathLike, dataset: str) -> list[int]:
     """Replica indices that have a summary for `dataset`."""
     d = dataset_dir(output_root, dataset)
-    return sorted(int(p.name[6:9]) for p in d.glob("part-r*.summary.json")) if d.is_dir() else []
+    found = (names.replica_of_summary_file(p.name) for p in d.iterdir()) if d.is_dir() else ()
+    return sorted(r for r in found if r is not None)
 
 
 def _summary_fits(offset: int, path: Path) -> bool:
@@ -252,7 +241,7 @@ class PartWriter:
         """Append one completed response (fields per docs/contracts.md)."""
         row = int(record["row"])
         if row in self._done:
-            raise ValueError(f"{sample_id(self.dataset, row)} already written")
+            raise ValueError(f"{names.sample_id(self.dataset, row)} already written")
         if record["completion_tokens"] != len(record["output_ids"]):
             raise ValueError("completion_tokens must equal len(output_ids)")
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -264,8 +253,8 @@ class PartWriter:
     def append_skip(self, row: int, reason: str, detail: str = "") -> None:
         """Record that a source row was skipped, so it is counted once and not retried on resume."""
         if row in self._done:
-            raise ValueError(f"{sample_id(self.dataset, row)} already written")
-        entry = {"sample_id": sample_id(self.dataset, row), "row": row, "reason": reason, "detail": detail[:500]}
+            raise ValueError(f"{names.sample_id(self.dataset, row)} already written")
+        entry = {"sample_id": names.sample_id(self.dataset, row), "row": row, "reason": reason, "detail": detail[:500]}
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
         _write_line(self._skipped_fd, line)
         self.totals.add_skip(entry, self.totals.skipped_bytes + len(line))

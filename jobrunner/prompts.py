@@ -16,27 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from draftgen_contracts.prompt_classes import PromptClass
 from jobrunner.datasets import Conversation, DatasetRow, Pretokenized, SkippedRow
 
 ContextPolicy = Literal["skip", "clamp"]
-
-
-@dataclass(frozen=True)
-class PromptClass:
-    """Prompts up to `max_prompt_tokens` (None: any length) run `concurrency` at a time, each
-    asking for up to `max_new_tokens`."""
-
-    name: str
-    max_prompt_tokens: int | None
-    concurrency: int
-    max_new_tokens: int
-
-
-# The motivating run's settings (REFERENCE.md): short 150 / 10,240, long 32 / 16,384.
-DEFAULT_PROMPT_CLASSES = (
-    PromptClass("short", 1024, 150, 10_240),
-    PromptClass("long", None, 32, 16_384),
-)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ It follows the contract in REFERENCE.md (sglang 0.5.x `srt/entrypoints/http_serv
 `POST /generate` (input_ids or text, single or batch, streaming SSE with cumulative events),
 `POST /abort_request` (prefix-matching rids, `abort_all`), `GET /ready`, `/health`,
 `/health_generate`, `/v1/models`, `/server_info` (and `/get_server_info`), `/get_model_info`.
-sampling_params are checked by `jobrunner.sglang_client.validate_sampling_params`, the one list of
+sampling_params are checked by `draftgen_contracts.sglang_protocol.validate_sampling_params`, the one list of
 keys and types, and errors come back in SGLang's three body shapes.
 
 Like SGLang, the port refuses connections until "weights are loaded" (`startup_delay_s`: the socket
@@ -45,7 +45,7 @@ from typing import Any
 
 from aiohttp import web
 
-from jobrunner.sglang_client import SAMPLING_PARAM_DEFAULTS, InvalidSamplingParams, validate_sampling_params
+from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_DEFAULTS, InvalidSamplingParams, validate_sampling_params
 from jobrunner.sim_profiles import LengthProfile, get_profile, seeded_rng
 
 SIM_VERSION = "0.5.0-sim"

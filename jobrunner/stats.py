@@ -9,43 +9,11 @@ from __future__ import annotations
 import collections
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from jobrunner import budget
+from draftgen_contracts import budget
+from draftgen_contracts.length_stats import LengthStats, length_counts, length_stats
 from jobrunner.output import datasets_in, read_summary, summary_replicas
-
-
-def percentile(sorted_values: Sequence[int], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default) of an already sorted sequence."""
-    if not sorted_values:
-        return 0.0
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-@dataclass
-class LengthStats:
-    count: int = 0
-    mean: float = 0.0
-    median: float = 0.0
-    p90: float = 0.0
-    p99: float = 0.0
-    max: int = 0
-    share_over_1k: float = 0.0
-    share_over_5k: float = 0.0
-
-
-def length_stats(lengths: Sequence[int]) -> LengthStats:
-    if not lengths:
-        return LengthStats()
-    s = sorted(lengths)
-    n = len(s)
-    return LengthStats(
-        count=n, mean=sum(s) / n, median=percentile(s, 50), p90=percentile(s, 90), p99=percentile(s, 99),
-        max=s[-1], share_over_1k=sum(x > 1000 for x in s) / n, share_over_5k=sum(x > 5000 for x in s) / n,
-    )
 
 
 class RateMeter:
@@ -121,7 +89,7 @@ def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: i
         if s.first_finished_at is not None:
             first = min(first, s.first_finished_at)
             last = max(last, s.last_finished_at)
-    st.lengths = length_stats(lengths)
+    st.lengths = length_stats(length_counts(lengths))
     st.truncated_share = st.truncated / st.samples if st.samples else 0.0
     if tokens_per_second is not None:
         st.tokens_per_second = tokens_per_second

@@ -17,7 +17,7 @@ def cluster(request, tmp_path_factory):
     """A real control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, local kubelet).
 
     Its components' logs are copied to .test-logs/ when any test of the session failed."""
-    from draftgen.cluster.controlplane import LocalCluster
+    from draftgen_dev.cluster.controlplane import LocalCluster
 
     local = LocalCluster(tmp_path_factory.mktemp("cluster"))
     local.start()

@@ -8,9 +8,9 @@ goes while suspended. A Job still being deleted counts as present, so its replac
 
 from __future__ import annotations
 
-from draftgen import plan
 from draftgen.observed import JobState
 from draftgen.policies.stage_policy import Stage
+from draftgen_contracts import names
 
 LATER_STAGES = {"generate": ("Generating",), "merge": ("Generating",), "extract": ("Generating", "Merging")}
 
@@ -35,11 +35,11 @@ def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState])
     present = {j.name for j in jobs}
     wanted: list[tuple[str, int, str]] = []
     if stage == "Generating":
-        wanted = [("generate", r, plan.generation_job_name(name, r)) for r in range(replicas)]
+        wanted = [("generate", r, names.generation_job_name(name, r)) for r in range(replicas)]
     elif stage == "Merging" and not any(j.component == "generate" for j in jobs):
-        wanted = [("merge", 0, plan.merge_job_name(name))]
+        wanted = [("merge", 0, names.merge_job_name(name))]
     elif stage == "Extracting":
-        wanted = [("extract", 0, plan.extract_job_name(name))]
+        wanted = [("extract", 0, names.extract_job_name(name))]
     return [(component, r) for component, r, job_name in wanted if job_name not in present]
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draftgen_contracts.hidden_state_layout import bytes_per_token
+
 TOO_LONG_POLICIES = ("truncate", "skip")
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-ID_BYTES = 8  # int64 token ids, as SpecForge and speculators store them
-MASK_BYTES = 1  # uint8 loss mask
 
 
 def default_aux_layers(num_layers: int) -> list[int]:
@@ -70,12 +69,6 @@ def plan_batches(lengths: list[int], max_batch_tokens: int, max_batch_size: int)
     if current:
         batches.append(current)
     return batches
-
-
-def bytes_per_token(hidden_size: int, aux_count: int, dtype: str) -> int:
-    """Stored bytes per token: aux states + final state in `dtype`, int64 id, uint8 mask.
-    (REFERENCE.md's 8H+16 is bf16 with an int64 mask; the uint8 mask makes it 8H+9.)"""
-    return (aux_count + 1) * hidden_size * DTYPE_BYTES[dtype] + ID_BYTES + MASK_BYTES
 
 
 def size_estimate(tokens: int, hidden_size: int, aux_count: int, dtype: str) -> dict:

@@ -20,6 +20,7 @@ import json
 import os
 from pathlib import Path
 
+from draftgen_contracts import names
 from jobrunner.atomic import fsync_dir, write_json_atomically
 
 INDEX_NAME = "index.json"
@@ -27,10 +28,6 @@ FORMAT = "draftgen-eagle3-states"
 FORMAT_VERSION = "1"
 # Settings that must agree between a resumed run and the shards already written.
 RUN_KEYS = ("aux_layers", "final_state", "dtype", "hidden_size", "max_len", "too_long")
-
-
-def shard_name(number: int) -> str:
-    return f"shard-{number:06d}.safetensors"
 
 
 def read_shard_header(path: Path) -> dict:
@@ -54,14 +51,14 @@ class ShardStore:
         self.run = run
         self.samples: dict[str, dict] = {}
         self.shards: list[dict] = []
-        for path in sorted(self.directory.glob("shard-*.safetensors")):
+        for path in sorted(p for p in self.directory.iterdir() if names.parse_states_shard_name(p.name) is not None):
             header = read_shard_header(path)
             for key in RUN_KEYS:
                 if header["run"].get(key) != run.get(key):
                     raise ValueError(f"{path}: written with {key}={header['run'].get(key)!r}, this run has "
                                      f"{run.get(key)!r}; use another --out or the same settings")
             self._add_shard(path.name, header["sample_ids"], header["offsets"], path.stat().st_size)
-        self._next = 1 + max((int(s["name"][6:12]) for s in self.shards), default=-1)
+        self._next = 1 + max((names.parse_states_shard_name(s["name"]) for s in self.shards), default=-1)
         self._buffer: list[tuple[str, list[int], list[int], object]] = []
         self.buffered_tokens = 0
 
@@ -101,7 +98,7 @@ class ShardStore:
         sample_ids = [sid for sid, *_ in self._buffer]
         metadata = {"format": FORMAT, "version": FORMAT_VERSION, "run": json.dumps(self.run, sort_keys=True),
                     "sample_ids": json.dumps(sample_ids), "offsets": json.dumps(offsets)}
-        name = shard_name(self._next)
+        name = names.states_shard_name(self._next)
         tmp = self.directory / (name + ".tmp")
         save_file(tensors, str(tmp), metadata=metadata)
         with open(tmp, "rb+") as f:

@@ -3,28 +3,24 @@ with Foreground propagation, record events. Every write is idempotent, so a rest
 
 from __future__ import annotations
 
-import json
 import logging
 
 import kopf
 from kubernetes import client
 
-from draftgen import plan
 from draftgen.reconcile import Decision
+from draftgen_contracts import names
+from draftgen_contracts.progress import ProgressDocument, parse_progress
 
 log = logging.getLogger("draftgen.operator")
 
 
-def report_from(configmap) -> dict | None:
+def report_from(configmap) -> ProgressDocument | None:
     """A report ConfigMap's progress document, or None for other ConfigMaps and empty or bad reports."""
     labels = configmap.get("metadata", {}).get("labels") or {}
-    if labels.get(plan.LABEL_REPORT) != "true":
+    if labels.get(names.LABEL_REPORT) != "true":
         return None
-    try:
-        report = json.loads((configmap.get("data") or {}).get(plan.REPORT_KEY, ""))
-    except ValueError:
-        return None
-    return report if isinstance(report, dict) else None
+    return parse_progress((configmap.get("data") or {}).get(names.REPORT_KEY))
 
 
 def _create(namespace: str, obj: dict) -> None:

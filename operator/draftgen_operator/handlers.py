@@ -7,7 +7,6 @@ timer every FOLD_INTERVAL seconds; the timer is what folds the pods' reports int
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 
@@ -15,10 +14,13 @@ import kopf
 from kubernetes import config
 from pydantic import ValidationError
 
-from draftgen import api, plan
+from draftgen import plan
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
 from draftgen.observed import World, job_state_from
 from draftgen.reconcile import decide
+from draftgen_contracts import names
+from draftgen_contracts.timestamps import utc_now_iso
+from draftgen_contracts.validation import error_lines
 
 from . import metrics
 from .apply import apply_decision, report_from
@@ -36,7 +38,7 @@ def settings_from_env() -> plan.OperatorSettings:
 
 SETTINGS = settings_from_env()
 RESTRICTED = False  # set by `draftgen operator --namespace`: watch only the given namespaces
-OWNED = {plan.LABEL_NAME: kopf.PRESENT}
+OWNED = {names.LABEL_NAME: kopf.PRESENT}
 
 
 @kopf.on.startup()
@@ -61,27 +63,27 @@ def configure(settings: kopf.OperatorSettings, **_):
 
 @kopf.index("batch", "v1", "jobs", labels=OWNED)
 def jobs_index(namespace, labels, body, **_):
-    return {(namespace, labels[plan.LABEL_NAME]): job_state_from(dict(body))}
+    return {(namespace, labels[names.LABEL_NAME]): job_state_from(dict(body))}
 
 
 @kopf.index("", "v1", "configmaps", labels=OWNED)
 def configmaps_index(namespace, labels, name, body, **_):
-    return {(namespace, labels[plan.LABEL_NAME]): (name, report_from(body))}
+    return {(namespace, labels[names.LABEL_NAME]): (name, report_from(body))}
 
 
 @kopf.index("", "v1", "serviceaccounts", labels=OWNED)
 def serviceaccounts_index(namespace, labels, name, **_):
-    return {(namespace, labels[plan.LABEL_NAME]): ("ServiceAccount", name)}
+    return {(namespace, labels[names.LABEL_NAME]): ("ServiceAccount", name)}
 
 
 @kopf.index("rbac.authorization.k8s.io", "v1", "roles", labels=OWNED)
 def roles_index(namespace, labels, name, **_):
-    return {(namespace, labels[plan.LABEL_NAME]): ("Role", name)}
+    return {(namespace, labels[names.LABEL_NAME]): ("Role", name)}
 
 
 @kopf.index("rbac.authorization.k8s.io", "v1", "rolebindings", labels=OWNED)
 def rolebindings_index(namespace, labels, name, **_):
-    return {(namespace, labels[plan.LABEL_NAME]): ("RoleBinding", name)}
+    return {(namespace, labels[names.LABEL_NAME]): ("RoleBinding", name)}
 
 
 @kopf.index("", "v1", "persistentvolumeclaims")
@@ -92,7 +94,7 @@ def claims_index(namespace, name, **_):
 def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
     key = (namespace, name)
     configmaps = list(indexes["configmaps_index"].get(key, []))
-    reports = {r["replica"]: r for _, r in configmaps if r is not None and isinstance(r.get("replica"), int)}
+    reports = {r.replica: r for _, r in configmaps if r is not None}
     existing = {("ConfigMap", n) for n, _ in configmaps}
     for index in ("serviceaccounts_index", "roles_index", "rolebindings_index"):
         existing |= set(indexes[index].get(key, []))
@@ -104,23 +106,19 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
 
 # --- reconcile ------------------------------------------------------------------------------------
 
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
     indexes = {k: v for k, v in kwargs.items() if k.endswith("_index")}
     previous = DatasetGenerationStatus.model_validate(dict(status or {}))
     try:
         parsed = DatasetGenerationSpec.model_validate(dict(spec))
     except ValidationError as e:  # admission normally refuses this; never crash-loop on it
-        problems = "; ".join(f"spec.{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(error_lines(e, "spec"))
         patch.status["phase"] = "Failed"
         kopf.warn(body, reason="InvalidSpec", message=problems)
         return
     try:
         decision = decide(name, namespace, meta.get("generation", 1), parsed, previous,
-                          observe(namespace, name, parsed, indexes), SETTINGS, now())
+                          observe(namespace, name, parsed, indexes), SETTINGS, utc_now_iso())
         apply_decision(body, namespace, decision)
     except Exception:
         metrics.RECONCILE_ERRORS.labels(namespace, name).inc()
@@ -131,14 +129,14 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
     metrics.observe(namespace, name, decision.status, indexes["jobs_index"].get((namespace, name), []))
 
 
-RESOURCE = (api.GROUP, api.VERSION, api.PLURAL)
+RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
 kopf.on.create(*RESOURCE, id="reconcile-on-create")(reconcile)
 kopf.on.update(*RESOURCE, field="spec", id="reconcile-on-spec-change")(reconcile)
 kopf.on.resume(*RESOURCE, id="reconcile-on-resume")(reconcile)
 kopf.timer(*RESOURCE, interval=FOLD_INTERVAL, sharp=True, id="fold")(reconcile)
 
 
-@kopf.on.delete(api.GROUP, api.VERSION, api.PLURAL, optional=True)
+@kopf.on.delete(names.GROUP, names.VERSION, names.PLURAL, optional=True)
 def forget(name, namespace, **_):
     """Children go by owner references (the data volume has none, so it stays); metrics go here."""
     metrics.forget(namespace, name)

@@ -7,13 +7,13 @@ import os
 from prometheus_client import Counter, Gauge, start_http_server
 
 from draftgen.api import DatasetGenerationStatus
+from draftgen_contracts.states import Phase
 
 TOKENS = Gauge("draftgen_dataset_tokens", "Kept completion tokens per dataset", ["namespace", "name", "dataset"])
 BUDGET = Gauge("draftgen_dataset_budget_tokens", "Token budget per dataset", ["namespace", "name", "dataset"])
 PHASE = Gauge("draftgen_phase", "1 for the DatasetGeneration's current phase", ["namespace", "name", "phase"])
 JOBS_ACTIVE = Gauge("draftgen_jobs_active", "Active pods of the DatasetGeneration's Jobs", ["namespace", "name"])
 RECONCILE_ERRORS = Counter("draftgen_reconcile_errors_total", "Reconciles that raised", ["namespace", "name"])
-PHASES = ("Pending", "Generating", "Merging", "Extracting", "Succeeded", "Failed", "Suspended")
 
 
 def serve() -> None:
@@ -26,7 +26,7 @@ def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs) ->
     for d in status.datasets:
         TOKENS.labels(namespace, name, d.name).set(d.tokens)
         BUDGET.labels(namespace, name, d.name).set(d.budget_tokens)
-    for phase in PHASES:
+    for phase in Phase:
         PHASE.labels(namespace, name, phase).set(1 if status.phase == phase else 0)
     JOBS_ACTIVE.labels(namespace, name).set(sum(j.active for j in jobs))
 

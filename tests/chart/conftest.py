@@ -17,7 +17,7 @@ CHART = REPO / "charts" / "draftgen"
 
 
 def tool(name: str) -> str:
-    from draftgen.cluster.binaries import KUBECTL_HELM, ensure
+    from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
     return str(ensure(KUBECTL_HELM) / name)
 
 

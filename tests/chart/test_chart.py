@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client
 
 from draftgen import api, plan
-from tests.chart.conftest import (CHART, helm, render, service_account_token, set_args, token_kubeconfig,
-                                  tool)
+from draftgen_contracts import names
+from tests.chart.conftest import CHART, helm, render, service_account_token, set_args, token_kubeconfig, tool
 from tests.conftest import REPO, wait_for
 from tests.operator.conftest import Operator, manifest
 
@@ -216,20 +216,20 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
     for claim in ("models", "data"):
         cluster.create_local_volume(namespace, claim, "1Gi")
     custom = client.CustomObjectsApi(k8s)
-    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, manifest("demo"))
+    custom.create_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, manifest("demo"))
     core, batch, rbac = client.CoreV1Api(k8s), client.BatchV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
 
-    def names(items):
+    def names_of(items):
         return {i.metadata.name for i in items}
 
     def reconciled():
         assert_no_rbac_refusal(operator)
-        dg = custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "demo")
-        return ({"demo-gen-r000", "demo-gen-r001"} <= names(batch.list_namespaced_job(namespace).items)
-                and "demo-runner" in names(core.list_namespaced_service_account(namespace).items)
-                and "demo-runner" in names(rbac.list_namespaced_role(namespace).items)
-                and "demo-runner" in names(rbac.list_namespaced_role_binding(namespace).items)
-                and {"demo-report-r000", "demo-report-r001"} <= names(core.list_namespaced_config_map(namespace).items)
+        dg = custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo")
+        return ({"demo-gen-r000", "demo-gen-r001"} <= names_of(batch.list_namespaced_job(namespace).items)
+                and "demo-runner" in names_of(core.list_namespaced_service_account(namespace).items)
+                and "demo-runner" in names_of(rbac.list_namespaced_role(namespace).items)
+                and "demo-runner" in names_of(rbac.list_namespaced_role_binding(namespace).items)
+                and {"demo-report-r000", "demo-report-r001"} <= names_of(core.list_namespaced_config_map(namespace).items)
                 and (dg.get("status") or {}).get("phase"))
 
     # No local-kubelet label: KWOK plays the generation pods, nothing is run on this machine.
@@ -237,7 +237,7 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
     operator.start(watched)
     try:
         wait_for(reconciled, 60, "the operator to create demo's children and set its phase", cluster)
-        custom.patch_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "demo",
+        custom.patch_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo",
                                               {"spec": {"suspend": True}})
 
         def suspended():

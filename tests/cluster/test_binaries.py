@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen.cluster import binaries
-from draftgen.cluster.binaries import BuildError, Part
+from draftgen_dev.cluster import binaries
+from draftgen_dev.cluster.binaries import BuildError, Part
 
 UPSTREAM = """module k8s.io/kubernetes
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from kubernetes import client
 
-from draftgen.cluster.nodes import GPU_RESOURCE
+from draftgen_dev.cluster.nodes import GPU_RESOURCE
 from tests.conftest import is_gone, wait_for
 
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from draftgen.cluster import binaries
-from draftgen.cluster.controlplane import Component, ComponentDied, LocalCluster
+from draftgen_dev.cluster import binaries
+from draftgen_dev.cluster.controlplane import Component, ComponentDied, LocalCluster
 
 
 def test_a_port_taken_in_between_is_retried_with_another(tmp_path):

@@ -7,8 +7,8 @@ import textwrap
 
 from kubernetes import client
 
-from draftgen.cluster.controlplane import LOCAL_KUBELET_LABEL
-from draftgen.cluster.local_kubelet import expand_vars
+from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
+from draftgen_dev.cluster.local_kubelet import expand_vars
 from tests.conftest import is_gone, wait_for
 
 MAIN = textwrap.dedent("""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from draftgen_contracts import names
 from jobrunner import output
 
 
 def generation_record(dataset: str, row: int, prompt: list[int], response: list[int], finish: str = "stop") -> dict:
     """A record with the fields of docs/contracts.md."""
     return {
-        "sample_id": output.sample_id(dataset, row), "dataset": dataset, "row": row,
+        "sample_id": names.sample_id(dataset, row), "dataset": dataset, "row": row,
         "input_ids": prompt, "output_ids": response, "finish_reason": finish,
         "prompt_tokens": len(prompt), "completion_tokens": len(response), "prompt_class": "short",
         "sampling_params": {"max_new_tokens": 64}, "rid": f"{dataset}-{row:09d}",

@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
+from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, exports, merge
 from jobrunner.extract import extract
 from jobrunner.hidden_states.store import load_sample
 from tests.corpus.conftest import synthetic_generation
-from draftgen.tiny_model import build_tiny_llama
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
 """The corpus loss mask covers exactly the assistant tokens the chat template marks, thinking and
-tool calls included, with a real tokenizer (draftgen/tiny_model.py)."""
+tool calls included, with a real tokenizer (devtools/draftgen_dev/tiny_model.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from draftgen_dev.tiny_model import build_tiny_tokenizer
 from jobrunner import corpus, merge
 from tests.corpus.conftest import generation_record, write_generation
-from draftgen.tiny_model import build_tiny_tokenizer
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "weather of a city",
                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from draftgen_contracts.hidden_state_layout import bytes_per_token
+from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, merge
 from jobrunner.cli import main as cli_main
 from jobrunner.extract import extract
@@ -20,7 +22,6 @@ from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
 from tests.corpus.conftest import synthetic_generation
-from draftgen.tiny_model import build_tiny_llama
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = dict(log=lambda *_: None)
@@ -85,7 +86,7 @@ def test_plan_batches_fit_and_cover():
 
 
 def test_bytes_per_token_matches_reference():
-    assert plan.bytes_per_token(7168, 3, "bf16") == 8 * 7168 + 9  # REFERENCE.md 8H+16 less 7 mask bytes
+    assert bytes_per_token(7168, 3, "bf16") == 8 * 7168 + 9  # docs/eagle3.md: 8H+16 with an int64 mask, less 7 bytes
 
 
 # --- the states ------------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ def test_storage_is_unpadded(corpus_dir, model_dir, tmp_path):
             offsets = f.get_tensor("offsets")
             assert f.get_slice("aux_hidden_states").get_shape() == [int(offsets[-1]), 3, 64]
             assert f.get_slice("input_ids").get_shape() == [int(offsets[-1])]
-    payload = sum(lengths) * plan.bytes_per_token(64, 3, "fp32")
+    payload = sum(lengths) * bytes_per_token(64, 3, "fp32")
     on_disk = sum(s["bytes"] for s in index["shards"])
     assert payload <= on_disk < payload * 1.05  # headers and offsets only
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from draftgen_dev.tiny_model import build_tiny_tokenizer
 from jobrunner.simulator import SimConfig, Simulator
-from draftgen.tiny_model import build_tiny_tokenizer
 
 
 @pytest.fixture(scope="session")

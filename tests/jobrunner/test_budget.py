@@ -1,6 +1,6 @@
 """Budget decisions (pure)."""
 
-from jobrunner import budget
+from draftgen_contracts import budget, exit_codes
 
 
 def test_aborted_responses_never_count():
@@ -49,13 +49,13 @@ def test_replica_sample_caps_add_up_to_the_cap():
 
 
 def test_exit_code():
-    from jobrunner.generate import EXIT_FAILED, EXIT_OK, EXIT_RETRY_LATER, exit_code
+    from jobrunner.generate import exit_code
 
-    assert exit_code({"a": "BudgetMet", "b": "Exhausted"}, 0, False, False) == EXIT_OK
-    assert exit_code({"a": "Generating"}, 3, False, False) == EXIT_RETRY_LATER
-    assert exit_code({"a": "BudgetMet"}, 3, False, False) == EXIT_OK  # the failed rows are not needed
-    assert exit_code({"a": "Generating"}, 0, True, False) == EXIT_OK  # SIGTERM
-    assert exit_code({"a": "Generating"}, 0, False, True) == EXIT_FAILED
+    assert exit_code({"a": "BudgetMet", "b": "Exhausted"}, 0, False, False) == exit_codes.OK
+    assert exit_code({"a": "Generating"}, 3, False, False) == exit_codes.RETRY_LATER
+    assert exit_code({"a": "BudgetMet"}, 3, False, False) == exit_codes.OK  # the failed rows are not needed
+    assert exit_code({"a": "Generating"}, 0, True, False) == exit_codes.OK  # SIGTERM
+    assert exit_code({"a": "Generating"}, 0, False, True) == exit_codes.FAILED
 
 
 def test_in_flight_covers_budget_by_mean_length():

@@ -2,10 +2,12 @@
 bad requests, faults, coordination."""
 
 
+from draftgen_contracts import exit_codes
+from draftgen_dev.builders import progress
 from jobrunner import output
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
-from jobrunner.generate import EXIT_OK, run_generate
+from jobrunner.generate import run_generate
 from jobrunner.simulator import FaultRates
 
 
@@ -39,23 +41,23 @@ async def test_budget_stops_dataset_aborts_in_flight_and_moves_on(make_sim, tmp_
         {"name": "a", "path": prompts_file, "budget_tokens": 8000, "concurrency": 20},
         {"name": "b", "path": prompts_file, "budget_tokens": 4000},
     ])
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     for name, budget_tokens in (("a", 8000), ("b", 4000)):
         tokens = [r["completion_tokens"] for r in assert_consistent(tmp_path, name)]
         # The record that met the budget is the last one kept: the rest in flight were aborted.
         assert sum(tokens) >= budget_tokens > sum(tokens[:-1])
     assert sim.stats.aborted > 0
-    progress = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]
-    assert progress["finished"] and progress["datasets"]["a"]["state"] == "BudgetMet"
-    assert progress["datasets"]["a"]["completion_tokens"] == sum(r["completion_tokens"] for r in records(tmp_path, "a"))
+    report = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]
+    assert report.finished and report.datasets["a"].state == "BudgetMet"
+    assert report.datasets["a"].completion_tokens == sum(r["completion_tokens"] for r in records(tmp_path, "a"))
 
 
 async def test_dataset_at_budget_is_skipped_on_restart(make_sim, tmp_path, tokenizer_path, prompts_file):
     sim = await make_sim(profile="fixed:100")
     datasets = [{"name": "a", "path": prompts_file, "budget_tokens": 1000}]
-    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == EXIT_OK
+    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == exit_codes.OK
     requests_before = sim.stats.requests
-    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == EXIT_OK
+    assert await run_generate(config(sim, tmp_path, tokenizer_path, datasets)) == exit_codes.OK
     assert sim.stats.requests == requests_before
 
 
@@ -79,12 +81,12 @@ async def test_exhausted_dataset_overlaps_with_the_next(make_sim, tmp_path, toke
         {"name": "a", "path": small, "budget_tokens": 10**9},
         {"name": "b", "path": small, "budget_tokens": 10**9},
     ])
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     a, b = records(tmp_path, "a"), records(tmp_path, "b")
     assert len(a) == len(b) == 30
     # b started before a's last response came back: its first completion precedes a's last.
     assert min(r["timings"]["finished_at"] - r["timings"]["e2e_s"] for r in b) < max(r["timings"]["finished_at"] for r in a)
-    assert FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]["datasets"]["a"]["state"] == "Exhausted"
+    assert FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0].datasets["a"].state == "Exhausted"
 
 
 async def test_a_400_is_a_skipped_row_not_a_failure(make_sim, tmp_path, tokenizer_path, prompts_file):
@@ -92,7 +94,7 @@ async def test_a_400_is_a_skipped_row_not_a_failure(make_sim, tmp_path, tokenize
     sim = await make_sim(profile="fixed:10", context_len=64)
     cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 100,
                                                   "max_new_tokens": 100}], context={"length": 4096})
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     s = output.read_summary(tmp_path / "out", "a", 0)
     assert s.records == 0 and s.skipped_by_reason == {"http_400": 200}
 
@@ -118,7 +120,7 @@ async def test_injected_faults_leave_every_sample_accounted_for(make_sim, tmp_pa
     code = await run_generate(cfg)
     s = output.read_summary(tmp_path / "out", "a", 0)
     assert sum(sim.stats.faults.values()) > 0
-    assert code == EXIT_OK and s.records + s.skipped == 200
+    assert code == exit_codes.OK and s.records + s.skipped == 200
     assert_consistent(tmp_path, "a")
 
 
@@ -126,13 +128,13 @@ async def test_coordinator_stop_and_tokens_elsewhere(make_sim, tmp_path, tokeniz
     sim = await make_sim(profile="fixed:100")
     coord_dir = tmp_path / "out" / "coordination"
     other = FileCoordinator(coord_dir, 1)
-    other.publish({"replica": 1, "datasets": {"b": {"completion_tokens": 900}}})
+    other.publish(progress(1, replicas=2, b=900))
     other.declare_stopped({"a"})
     cfg = config(sim, tmp_path, tokenizer_path, [
         {"name": "a", "path": prompts_file, "budget_tokens": 10**9},
         {"name": "b", "path": prompts_file, "budget_tokens": 1000},
     ], replicas=2)
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     assert records(tmp_path, "a") == []
     b = records(tmp_path, "b")
     assert all(r["row"] % 2 == 0 for r in b)  # replica 0 of 2
@@ -144,7 +146,7 @@ async def test_sample_cap_is_never_overshot(make_sim, tmp_path, tokenizer_path, 
     sim = await make_sim(profile="chat")
     cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 10**9,
                                                   "sample_cap": 17}])
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     assert len(records(tmp_path, "a")) == 17
 
 
@@ -157,7 +159,7 @@ async def test_next_dataset_starts_once_in_flight_covers_the_budget(make_sim, tm
         {"name": "a", "path": prompts_file, "budget_tokens": 2000, "concurrency": 3},
         {"name": "b", "path": prompts_file, "budget_tokens": 300, "concurrency": 3},
     ])
-    assert await run_generate(cfg) == EXIT_OK
+    assert await run_generate(cfg) == exit_codes.OK
     a, b = assert_consistent(tmp_path, "a"), assert_consistent(tmp_path, "b")
     assert sum(r["completion_tokens"] for r in a) == 2000 and sum(r["completion_tokens"] for r in b) >= 300
     b_first_sent = min(r["timings"]["finished_at"] - r["timings"]["e2e_s"] for r in b)

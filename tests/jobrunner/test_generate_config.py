@@ -21,13 +21,13 @@ def test_defaults_match_the_reference_run():
 
 
 @pytest.mark.parametrize("data, field", [
-    (with_dataset(budget_tokens=0), "datasets.0.budget_tokens"),
-    (with_dataset(sampling_params={"max_tokens": 5}), "datasets.0.sampling_params"),
-    (with_dataset(sampling_params={"temperature": "0.7"}), "datasets.0.sampling_params"),
-    (with_dataset(sampling_params={"max_new_tokens": 5}), "datasets.0.sampling_params"),
+    (with_dataset(budget_tokens=0), "datasets[0].budget_tokens"),
+    (with_dataset(sampling_params={"max_tokens": 5}), "datasets[0].sampling_params"),
+    (with_dataset(sampling_params={"temperature": "0.7"}), "datasets[0].sampling_params"),
+    (with_dataset(sampling_params={"max_new_tokens": 5}), "datasets[0].sampling_params"),
     (with_dataset(prompt_class="huge"), "prompt_class"),
-    (with_dataset(name="a/b"), "datasets.0.name"),
-    (with_dataset(extra_request_fields={"rid": "x"}), "datasets.0.extra_request_fields"),
+    (with_dataset(name="a/b"), "datasets[0].name"),
+    (with_dataset(extra_request_fields={"rid": "x"}), "datasets[0].extra_request_fields"),
     ({**BASE, "replica": 2, "replicas": 2}, "replica"),
     ({**BASE, "datasets": BASE["datasets"] * 2}, "duplicate"),
     ({**BASE, "tokenizer_path": None}, "tokenizer_path"),

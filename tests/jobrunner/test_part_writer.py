@@ -5,12 +5,13 @@ import os
 
 import pytest
 
+from draftgen_contracts import names
 from jobrunner import output
 
 
 def record(row: int, n: int = 3, reason: str = "stop") -> dict:
     return {
-        "sample_id": output.sample_id("ds", row), "dataset": "ds", "row": row,
+        "sample_id": names.sample_id("ds", row), "dataset": "ds", "row": row,
         "input_ids": [1, 2], "output_ids": list(range(n)), "finish_reason": reason,
         "prompt_tokens": 2, "completion_tokens": n, "prompt_class": "short",
         "sampling_params": {"max_new_tokens": 8}, "rid": f"r-{row}",

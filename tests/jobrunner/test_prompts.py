@@ -2,10 +2,16 @@
 
 import pytest
 
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass
 from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, parse_row
 from jobrunner.prompts import (
-    DEFAULT_PROMPT_CLASSES, Prompt, PromptClass, PromptPreparer, classify_prompt, input_ids_of, load_tokenizer,
-    max_new_tokens_for, render_conversation,
+    Prompt,
+    PromptPreparer,
+    classify_prompt,
+    input_ids_of,
+    load_tokenizer,
+    max_new_tokens_for,
+    render_conversation,
 )
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
@@ -13,8 +19,8 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
 
 def test_classify_prompt_by_length():
     assert classify_prompt(10, DEFAULT_PROMPT_CLASSES).name == "short"
-    assert classify_prompt(1024, DEFAULT_PROMPT_CLASSES).name == "short"
-    assert classify_prompt(1025, DEFAULT_PROMPT_CLASSES).name == "long"
+    assert classify_prompt(2048, DEFAULT_PROMPT_CLASSES).name == "short"
+    assert classify_prompt(2049, DEFAULT_PROMPT_CLASSES).name == "long"
     with pytest.raises(ValueError):
         classify_prompt(5000, [PromptClass("s", 100, 1, 1)])
 

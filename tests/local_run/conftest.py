@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from draftgen.demo_assets import build_model, write_datasets
+from draftgen_dev.demo_assets import build_model, write_datasets
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart.yaml"

@@ -9,10 +9,23 @@ import pytest
 from draftgen import api, local_run, plan
 from draftgen.api import DatasetStatus
 from draftgen.local_run import (
-    JOBRUNNER, SpecError, dataset_generation, format_duration, generate_outcome, is_extraction_current,
-    is_merge_current, local_argv, local_path, parse_object, pod_mounts, progress_rows, simulator_argv,
-    extract_placement, with_flag_values,
+    JOBRUNNER,
+    SpecError,
+    dataset_generation,
+    extract_placement,
+    format_duration,
+    generate_outcome,
+    is_extraction_current,
+    is_merge_current,
+    local_argv,
+    local_path,
+    parse_object,
+    pod_mounts,
+    progress_rows,
+    simulator_argv,
+    with_flag_values,
 )
+from draftgen_contracts import names
 
 from .conftest import quickstart
 
@@ -33,7 +46,7 @@ def test_a_bad_field_is_named_as_in_the_yaml():
     assert "spec.merge.evalFraktion: Extra inputs are not permitted" in str(e.value)
 
 
-@pytest.mark.parametrize("name", [None, "", "Has_Upper", "a/b", "n" * (api.MAX_NAME_LENGTH + 1)])
+@pytest.mark.parametrize("name", [None, "", "Has_Upper", "a/b", "n" * (names.MAX_NAME_LENGTH + 1)])
 def test_metadata_name_must_be_a_dns_name(name):
     obj = quickstart()
     obj["metadata"]["name"] = name
@@ -43,7 +56,7 @@ def test_metadata_name_must_be_a_dns_name(name):
 
 def test_the_dataset_generation_is_picked_among_other_documents():
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}}
-    assert dataset_generation([pvc, quickstart(), None])["kind"] == api.KIND
+    assert dataset_generation([pvc, quickstart(), None])["kind"] == names.KIND
     with pytest.raises(SpecError, match="expected one DatasetGeneration object, found 0"):
         dataset_generation([pvc])
     with pytest.raises(SpecError, match="found 2"):

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from kubernetes import client
 
-from draftgen import plan
-from draftgen.demo_assets import build_model, write_datasets
+from draftgen_contracts import names
+from draftgen_dev.cluster.controlplane import free_port
+from draftgen_dev.demo_assets import build_model, write_datasets
 from jobrunner.output import iter_records, record_files
-from draftgen.cluster.controlplane import free_port
 from tests.conftest import LOGS_ON_FAILURE, REPO, wait_for
 from tests.operator.conftest import Operator
 
@@ -80,11 +80,11 @@ class Run:
 
     def jobs(self) -> dict[str, client.V1Job]:
         return {j.metadata.name: j for j in self.batch.list_namespaced_job(
-            self.namespace, label_selector=f"{plan.LABEL_NAME}={self.name}").items}
+            self.namespace, label_selector=f"{names.LABEL_NAME}={self.name}").items}
 
     def pods(self, component="generate"):
         return self.core.list_namespaced_pod(
-            self.namespace, label_selector=f"{plan.LABEL_NAME}={self.name},{plan.LABEL_COMPONENT}={component}").items
+            self.namespace, label_selector=f"{names.LABEL_NAME}={self.name},{names.LABEL_COMPONENT}={component}").items
 
     def records(self) -> list[dict]:
         root = self.data / self.name
@@ -228,8 +228,8 @@ def test_deleting_removes_children_but_never_the_data(run):
     def children_gone():
         rbac = client.RbacAuthorizationV1Api(r.core.api_client)
         return not (r.jobs() or r.pods()
-                    or r.core.list_namespaced_config_map(r.namespace, label_selector=f"{plan.LABEL_NAME}=qs").items
-                    or rbac.list_namespaced_role(r.namespace, label_selector=f"{plan.LABEL_NAME}=qs").items)
+                    or r.core.list_namespaced_config_map(r.namespace, label_selector=f"{names.LABEL_NAME}=qs").items
+                    or rbac.list_namespaced_role(r.namespace, label_selector=f"{names.LABEL_NAME}=qs").items)
 
     wait_for(children_gone, 90, "children garbage-collected", r.cluster)
     assert r.core.read_namespaced_persistent_volume_claim("data", r.namespace)

@@ -8,6 +8,7 @@ import pytest
 from kubernetes import client
 
 from draftgen import api, plan
+from draftgen_contracts import names
 from tests.chart.conftest import service_account_token, token_client
 from tests.operator.conftest import manifest
 
@@ -27,7 +28,7 @@ def two_generations(k8s, crd, namespace):
     """alpha and beta, each with the ServiceAccount, Role, RoleBinding and reports the operator creates."""
     custom = client.CustomObjectsApi(k8s)
     for name in ("alpha", "beta"):
-        custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, manifest(name))
+        custom.create_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, manifest(name))
         for obj in [*plan.rbac_objects(name, SPEC), *plan.report_objects(name, SPEC)]:
             create(k8s, namespace, obj)
     client.CoreV1Api(k8s).create_namespaced_secret(namespace, {"metadata": {"name": "hub-token"},
@@ -40,14 +41,14 @@ CHECKS = [
     ("get", "", "configmaps", "alpha-report-r000", True),
     ("patch", "", "configmaps", "alpha-report-r001", True),
     ("update", "", "configmaps", "alpha-report-r000", True),
-    ("get", api.GROUP, api.PLURAL, "alpha", True),
+    ("get", names.GROUP, names.PLURAL, "alpha", True),
     ("patch", "", "configmaps", "beta-report-r000", False),
     ("get", "", "configmaps", "beta-report-r000", False),
-    ("get", api.GROUP, api.PLURAL, "beta", False),
+    ("get", names.GROUP, names.PLURAL, "beta", False),
     ("delete", "", "configmaps", "alpha-report-r000", False),
     ("get", "", "configmaps", "alpha-config-0123456789", False),  # the config arrives as a volume
-    ("patch", api.GROUP, api.PLURAL, "alpha", False),
-    ("list", api.GROUP, api.PLURAL, None, False),
+    ("patch", names.GROUP, names.PLURAL, "alpha", False),
+    ("list", names.GROUP, names.PLURAL, None, False),
     ("get", "", "secrets", "hub-token", False),
     ("list", "", "secrets", None, False),
     ("create", "", "pods", None, False),
@@ -59,7 +60,7 @@ CHECKS = [
 
 def test_runner_service_account_reaches_only_its_own_objects(k8s, two_generations):
     namespace = two_generations
-    sa = plan.service_account_name("alpha")
+    sa = names.service_account_name("alpha")
     authz = client.AuthorizationV1Api(k8s)
 
     def allowed(verb, group, resource, name):
@@ -78,15 +79,15 @@ def test_runner_service_account_reaches_only_its_own_objects(k8s, two_generation
 
 def test_runner_token_is_allowed_its_report_and_refused_the_rest(cluster, k8s, two_generations):
     namespace = two_generations
-    token = service_account_token(k8s, namespace, plan.service_account_name("alpha"))
+    token = service_account_token(k8s, namespace, names.service_account_name("alpha"))
     with token_client(cluster, token) as as_alpha:
         core, custom = client.CoreV1Api(as_alpha), client.CustomObjectsApi(as_alpha)
-        report = plan.report_name("alpha", 0)
-        core.patch_namespaced_config_map(report, namespace, {"data": {plan.REPORT_KEY: '{"replica": 0}'}})
-        assert custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "alpha")
+        report = names.report_name("alpha", 0)
+        core.patch_namespaced_config_map(report, namespace, {"data": {names.REPORT_KEY: '{"replica": 0}'}})
+        assert custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "alpha")
         refused = [
-            lambda: core.patch_namespaced_config_map(plan.report_name("beta", 0), namespace, {"data": {"x": "y"}}),
-            lambda: custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "beta"),
+            lambda: core.patch_namespaced_config_map(names.report_name("beta", 0), namespace, {"data": {"x": "y"}}),
+            lambda: custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "beta"),
             lambda: core.read_namespaced_secret("hub-token", namespace),
         ]
         for call in refused:
@@ -94,4 +95,4 @@ def test_runner_token_is_allowed_its_report_and_refused_the_rest(cluster, k8s, t
                 call()
             assert denied.value.status == 403  # authenticated (not 401), then refused by RBAC
     written = client.CoreV1Api(k8s).read_namespaced_config_map(report, namespace)
-    assert written.data == {plan.REPORT_KEY: '{"replica": 0}'}
+    assert written.data == {names.REPORT_KEY: '{"replica": 0}'}

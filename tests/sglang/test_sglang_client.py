@@ -8,18 +8,17 @@ import time
 import pytest
 from aiohttp import web
 
-from jobrunner.sglang_client import (
+from draftgen_contracts.sglang_protocol import (
     BadRequest,
     InvalidResponse,
     InvalidSamplingParams,
     RequestFailed,
-    RetryPolicy,
-    SGLangClient,
     ServerNotReady,
-    make_rid,
-    retry_rid,
 )
-from jobrunner.simulator import SimConfig, FaultRates, fault_for
+from jobrunner.sglang.client import SGLangClient
+from jobrunner.sglang.retry import RetryPolicy
+from jobrunner.sglang.rids import make_rid, retry_rid
+from jobrunner.simulator import FaultRates, SimConfig, fault_for
 
 FAST = dict(per_request_tps=5000.0, capacity_tps=1e6, tick_s=0.005)
 QUICK_RETRY = RetryPolicy(max_attempts=8, base_delay_s=0.01, max_delay_s=0.05, max_elapsed_s=30, seed=0)
@@ -199,15 +198,6 @@ async def test_retries_stop_at_the_time_bound(start_sim, clients):
     with pytest.raises(RequestFailed):
         await clients(url, retry=policy).generate([1], None, make_rid("run", "x", 0))
     assert time.monotonic() - started < 2 and 1 < sim.stats.faults["http_503"] < 1000
-
-
-async def test_abort_all(start_sim, clients):
-    _, url = await start_sim(**LONG)
-    client = clients(url)
-    tasks = [asyncio.create_task(client.generate([i], {"max_new_tokens": None}, make_rid("run", str(i), 0))) for i in range(3)]
-    await asyncio.sleep(0.2)
-    await client.abort_all()
-    assert {r.finish_reason for r in await asyncio.gather(*tasks)} == {"abort"}
 
 
 @pytest.mark.parametrize("abort_status", [400, 500])

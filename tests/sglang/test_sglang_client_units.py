@@ -1,28 +1,25 @@
-"""Pure functions of jobrunner.sglang_client."""
+"""Pure functions of the SGLang protocol (draftgen_contracts.sglang_protocol) and the client's rids and retry rule."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
-
-import asyncio
 
 import aiohttp
 import pytest
 
-from jobrunner.sglang_client import (
+from draftgen_contracts.sglang_protocol import (
     SAMPLING_PARAM_KINDS,
     InvalidResponse,
     InvalidSamplingParams,
-    backoff_delay,
-    is_retryable,
-    make_rid,
     parse_error_message,
     parse_generate_response,
     parse_models_response,
-    retry_rid,
     validate_sampling_params,
 )
+from jobrunner.sglang.retry import backoff_delay, is_retryable
+from jobrunner.sglang.rids import make_rid, retry_rid
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504, 429, 408])

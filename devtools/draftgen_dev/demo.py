@@ -21,11 +21,11 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
-from draftgen.cluster.binaries import KUBECTL_HELM, ensure
-from draftgen.cluster.controlplane import LocalCluster
-from draftgen.demo_assets import build_model, write_datasets
+from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
+from draftgen_dev.cluster.controlplane import LocalCluster
+from draftgen_dev.demo_assets import build_model, write_datasets
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "draftgen-demo"
 EXAMPLE = REPO / "examples" / "quickstart.yaml"
 CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .tiny_model import build_tiny_llama, build_tiny_tokenizer
+from draftgen_dev.tiny_model import build_tiny_llama, build_tiny_tokenizer
 
 TOPICS = ["sorting a list", "the boiling point of water", "binary search", "a haiku about rain", "prime numbers",
           "HTTP status codes", "the Pythagorean theorem", "unit tests", "a packing list", "recursion"]

@@ -9,9 +9,7 @@ it folds from every replica's report. Nothing here does I/O.
 
 from __future__ import annotations
 
-from typing import Literal
-
-DatasetState = Literal["Pending", "Generating", "BudgetMet", "Exhausted", "Failed"]
+from .states import DatasetState
 
 COUNTED_FINISH_REASONS = frozenset({"stop", "length"})
 
@@ -116,9 +114,9 @@ def dataset_state(
     what was asked of it. `Exhausted` means every row was used and the budget is still short.
     """
     if failed:
-        return "Failed"
+        return DatasetState.FAILED
     if is_dataset_done(budget_tokens, tokens, sample_cap, samples, stopped):
-        return "BudgetMet"
+        return DatasetState.BUDGET_MET
     if exhausted:
-        return "Exhausted"
-    return "Generating" if started or tokens > 0 else "Pending"
+        return DatasetState.EXHAUSTED
+    return DatasetState.GENERATING if started or tokens > 0 else DatasetState.PENDING

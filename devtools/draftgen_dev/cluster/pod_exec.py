@@ -1,7 +1,7 @@
 """Run one container's command with the pod's volumes bind-mounted at their mountPaths.
 
 Called by the local kubelet inside `unshare --mount --propagation private`, so the mounts are seen by
-this process tree only:  python -m draftgen.cluster.pod_exec --bind SRC:DST[:ro] ... -- CMD ARGS...
+this process tree only:  python -m draftgen_dev.cluster.pod_exec --bind SRC:DST[:ro] ... -- CMD ARGS...
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each part is built in a temporary folder beside its cache entry and renamed into
 complete, so an interrupted build never leaves an entry that looks finished. A file lock keeps two
 processes (say, `make test` and `make demo`) from building the same part at once.
 
-    python -m draftgen.cluster.binaries          # build or verify everything, with progress
+    python -m draftgen_dev.cluster.binaries          # build or verify everything, with progress
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 

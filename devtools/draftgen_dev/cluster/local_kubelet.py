@@ -218,7 +218,7 @@ class PodRunner(threading.Thread):
             binds += ["--bind", f"{sa_dir}:{SA_MOUNT}:ro"]
         cmd = [expand_vars(a, env) for a in [*container.command, *(container.args or [])]]
         return ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
-                "draftgen.cluster.pod_exec", *binds, "--", *cmd]
+                "draftgen_dev.cluster.pod_exec", *binds, "--", *cmd]
 
     # --- running ----------------------------------------------------------------------------------
     def _start(self, container, volumes, sa_dir) -> subprocess.Popen:

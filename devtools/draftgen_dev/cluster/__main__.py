@@ -1,4 +1,4 @@
-"""`python -m draftgen.cluster up|down|nodes` (what `make cluster` and `make cluster-down` run).
+"""`python -m draftgen_dev.cluster up|down|nodes` (what `make cluster` and `make cluster-down` run).
 
 `up` starts the local control plane detached, prints its KUBECONFIG path and returns; `down` stops
 every component by the PIDs recorded in the state folder.
@@ -12,12 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .binaries import BuildError, KUBECTL_HELM, ensure
+from .binaries import KUBECTL_HELM, BuildError, ensure
 from .controlplane import ClusterError, LocalCluster
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m draftgen.cluster", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m draftgen_dev.cluster", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["up", "down", "nodes"])
     parser.add_argument("--state-dir", type=Path, default=Path(".cluster"))
     args = parser.parse_args(argv)

@@ -1,0 +1,26 @@
+"""What each exit status of draftgen's processes means, and the retry rule's numbers.
+
+A generation Job's `backoffLimit` and `podFailurePolicy` are built from these (draftgen.plan), and
+`draftgen run` applies the same rule to its local processes (draftgen.policies.retry_policy).
+"""
+
+from __future__ import annotations
+
+from .states import Component
+
+OK = 0
+FAILED = 1  # the run failed; a restart may help (counted against the backoff limit)
+BAD_CONFIG = 2  # bad input (config, spec, a missing file): retrying cannot help, the Job fails at once
+RETRY_LATER = 75  # EX_TEMPFAIL: transient failures left rows to redo; run again to resume
+
+# Exit codes that fail a Job at once (podFailurePolicy FailJob).
+FAIL_AT_ONCE = frozenset({BAD_CONFIG})
+
+# Pod failures a Job tolerates before it fails (its backoffLimit): generation survives six crashes or
+# transient-failure exits; merge and extraction resume too, but a fault there is rarely transient.
+BACKOFF_LIMITS = {Component.GENERATE: 6, Component.MERGE: 3, Component.EXTRACT: 3}
+
+
+def interrupted(signum: int) -> int:
+    """The shell's exit status of a process stopped by a signal."""
+    return 128 + signum

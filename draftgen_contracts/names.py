@@ -1,0 +1,146 @@
+"""Names the parts agree on: the API, labels, child objects, files, with a parser for each name
+that is read back (never a hand-counted slice)."""
+
+from __future__ import annotations
+
+import re
+
+# --- the API ---------------------------------------------------------------------------------------
+
+GROUP = "draftgen.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "DatasetGeneration"
+PLURAL = "datasetgenerations"
+SHORT_NAME = "dsgen"
+# Child names are "<name>-<suffix>" with suffixes up to 12 characters ("-report-r007"), and a Job's
+# pods add 6 more; 45 keeps every one a valid 63-character label value.
+MAX_NAME_LENGTH = 45
+# A DNS subdomain, as the API server checks metadata.name.
+NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+# --- labels and annotations on children ---------------------------------------------------------------
+
+LABEL_NAME = "draftgen.io/name"
+LABEL_COMPONENT = "draftgen.io/component"
+LABEL_REPLICA = "draftgen.io/replica"
+LABEL_REPORT = "draftgen.io/report"
+CONFIG_HASH_ANNOTATION = "draftgen.io/config-hash"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+# --- mounts and keys inside the pods ---------------------------------------------------------------
+
+DATA_MOUNT = "/data"
+CONFIG_MOUNT = "/etc/draftgen"
+GENERATE_CONFIG_KEY = "generate.yaml"
+REPORT_KEY = "progress.json"
+
+# --- child objects ----------------------------------------------------------------------------------
+
+
+def service_account_name(name: str) -> str:
+    return f"{name}-runner"
+
+
+def config_map_name(name: str, digest: str) -> str:
+    return f"{name}-config-{digest}"
+
+
+def report_name(name: str, replica: int) -> str:
+    return f"{name}-report-r{replica:03d}"
+
+
+def generation_job_name(name: str, replica: int) -> str:
+    return f"{name}-gen-r{replica:03d}"
+
+
+def merge_job_name(name: str) -> str:
+    return f"{name}-merge"
+
+
+def extract_job_name(name: str) -> str:
+    return f"{name}-extract"
+
+
+# --- files a generate process writes ------------------------------------------------------------------
+
+GENERATE_DIR = "generate"  # <output root>/generate/<dataset>/part-rNNN.*
+PART_FILE = re.compile(r"^part-r(\d{3})\.jsonl$")
+SUMMARY_FILE = re.compile(r"^part-r(\d{3})\.summary\.json$")
+PROGRESS_FILE = re.compile(r"^progress-r(\d{3})\.json$")
+SAMPLE_ID = re.compile(r"^(?P<dataset>[^/]+)/(?P<row>\d{9,})$")
+
+
+def part_file_name(replica: int) -> str:
+    """One replica's records of one dataset, append-only."""
+    return f"part-r{replica:03d}.jsonl"
+
+
+def skipped_file_name(replica: int) -> str:
+    return f"part-r{replica:03d}.skipped.jsonl"
+
+
+def summary_file_name(replica: int) -> str:
+    return f"part-r{replica:03d}.summary.json"
+
+
+def progress_file_name(replica: int) -> str:
+    """A replica's progress document in file coordination."""
+    return f"progress-r{replica:03d}.json"
+
+
+def _replica_of(pattern: re.Pattern, file_name: str) -> int | None:
+    match = pattern.match(file_name)
+    return int(match.group(1)) if match else None
+
+
+def replica_of_part_file(file_name: str) -> int | None:
+    """The replica whose records a file holds, None when the file is no part file (its skipped-rows
+    log or summary included)."""
+    return _replica_of(PART_FILE, file_name)
+
+
+def replica_of_summary_file(file_name: str) -> int | None:
+    return _replica_of(SUMMARY_FILE, file_name)
+
+
+def replica_of_progress_file(file_name: str) -> int | None:
+    return _replica_of(PROGRESS_FILE, file_name)
+
+
+def sample_id(dataset: str, row: int) -> str:
+    """The id of one source row's sample, unique across replicas (the row index is global)."""
+    return f"{dataset}/{row:09d}"
+
+
+def parse_sample_id(value: str) -> tuple[str, int]:
+    """(dataset, row) of a sample id; ValueError for anything `sample_id` does not make."""
+    match = SAMPLE_ID.match(value)
+    if not match:
+        raise ValueError(f"not a sample id: {value!r}")
+    return match["dataset"], int(match["row"])
+
+
+# --- the corpus and the hidden states ---------------------------------------------------------------
+
+CORPUS_SHARD = re.compile(r"^(?P<split>train|eval)-(?P<index>\d{5})\.jsonl$")
+STATES_SHARD = re.compile(r"^shard-(?P<number>\d{6})\.safetensors$")
+
+
+def corpus_shard_name(split: str, index: int) -> str:
+    return f"{split}-{index:05d}.jsonl"
+
+
+def parse_corpus_shard_name(file_name: str) -> tuple[str, int] | None:
+    """(split, index) of a corpus shard, None for any other file."""
+    match = CORPUS_SHARD.match(file_name)
+    return (match["split"], int(match["index"])) if match else None
+
+
+def states_shard_name(number: int) -> str:
+    return f"shard-{number:06d}.safetensors"
+
+
+def parse_states_shard_name(file_name: str) -> int | None:
+    match = STATES_SHARD.match(file_name)
+    return int(match["number"]) if match else None

@@ -1,0 +1,320 @@
+"""SGLang's native /generate wire contract, without any HTTP library (docs/sglang.md).
+
+- `sampling_params`: the keys SGLang's `SamplingParams` takes, their JSON types and the range
+  checks of its `verify()`, with SGLang's own wording, so a bad manifest fails before any GPU time
+  (docs/sglang.md#the-generate-request);
+- the three shapes of an error body and which statuses are worth retrying
+  (docs/sglang.md#errors);
+- a response's parsing, with `completion_tokens == len(output_ids)` enforced
+  (docs/sglang.md#the-response).
+
+The client (jobrunner.sglang) and the simulator (jobrunner.simulate) both use this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# Every API key of SGLang's `SamplingParams` and the JSON type it takes. `None` is accepted for
+# every key: SamplingParams.__post_init__ turns null into the default.
+SAMPLING_PARAM_KINDS: dict[str, str] = {
+    "max_new_tokens": "int",
+    "stop": "str_or_str_list",
+    "stop_token_ids": "int_list",
+    "stop_regex": "str_or_str_list",
+    "temperature": "float",
+    "top_p": "float",
+    "top_k": "int",
+    "min_p": "float",
+    "frequency_penalty": "float",
+    "presence_penalty": "float",
+    "repetition_penalty": "float",
+    "min_new_tokens": "int",
+    "n": "int",
+    "json_schema": "str",
+    "regex": "str",
+    "ebnf": "str",
+    "structural_tag": "str",
+    "ignore_eos": "bool",
+    "skip_special_tokens": "bool",
+    "spaces_between_special_tokens": "bool",
+    "no_stop_trim": "bool",
+    "custom_params": "dict",
+    "stream_interval": "int",
+    "logit_bias": "dict",
+    "sampling_seed": "int",
+}
+
+# SGLang's defaults for the keys that change what comes back (docs/sglang.md#the-generate-request).
+SAMPLING_PARAM_DEFAULTS: dict[str, Any] = {
+    "max_new_tokens": 128,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": -1,
+    "min_p": 0.0,
+    "stop": None,
+    "stop_token_ids": None,
+    "skip_special_tokens": True,
+    "no_stop_trim": False,
+    "ignore_eos": False,
+    "n": 1,
+    "sampling_seed": None,
+}
+
+
+class SGLangError(Exception):
+    """Base of every error this module raises."""
+
+
+class BadRequest(SGLangError):
+    """The server (or the same check here) refused the request; retrying cannot help."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class InvalidSamplingParams(BadRequest):
+    """A sampling_params problem. `kind` says which of SGLang's checks it fails, because each
+    answers in its own error shape: "unknown_key", "type" or "value"."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class InvalidResponse(SGLangError):
+    """A 200 response that breaks the contract (e.g. completion_tokens != len(output_ids))."""
+
+
+class ServerNotReady(SGLangError):
+    """The server did not become ready within the startup timeout."""
+
+
+class RequestFailed(SGLangError):
+    """Retries ran out on retryable failures; `last_error` is the final one."""
+
+    def __init__(self, message: str, attempts: int, last_error: BaseException | int | None):
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_error = last_error
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    # bool is an int subclass in Python but not in SGLang's schema.
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "str_or_str_list":
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    if kind == "int_list":
+        return isinstance(value, list) and all(_is_kind(v, "int") for v in value)
+    if kind == "dict":
+        return isinstance(value, dict)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _range_problem(p: Mapping[str, Any]) -> str | None:
+    """The first of SamplingParams.verify()'s range checks that `p` fails, as SGLang words it."""
+    t = p.get("temperature")
+    if t is not None and (not math.isfinite(t) or t < 0.0):
+        return f"temperature must be a non-negative finite number, got {t}."
+    top_p = p.get("top_p")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        return f"top_p must be in (0, 1], got {top_p}."
+    min_p = p.get("min_p")
+    if min_p is not None and not 0.0 <= min_p <= 1.0:
+        return f"min_p must be in [0, 1], got {min_p}."
+    top_k = p.get("top_k")
+    if top_k is not None and top_k != -1 and top_k < 1:
+        return f"top_k must be -1 (disable) or at least 1, got {top_k}."
+    for key in ("frequency_penalty", "presence_penalty"):
+        v = p.get(key)
+        if v is not None and not -2.0 <= v <= 2.0:
+            return f"{key} must be in [-2, 2], got {v}."
+    rp = p.get("repetition_penalty")
+    if rp is not None and not 0.0 < rp <= 2.0:
+        return f"repetition_penalty must be in (0, 2] (1.0 = no penalty), got {rp}."
+    min_new = p.get("min_new_tokens") or 0
+    if min_new < 0:
+        return f"min_new_tokens must be in [0, max_new_tokens], got {min_new}."
+    max_new = p.get("max_new_tokens", SAMPLING_PARAM_DEFAULTS["max_new_tokens"])
+    if max_new is not None:
+        if max_new < 0:
+            return f"max_new_tokens must be at least 0, got {max_new}."
+        if min_new > max_new:
+            return f"min_new_tokens must be in [0, max_new_tokens({max_new})], got {min_new}."
+    if sum(p.get(k) is not None for k in ("json_schema", "regex", "ebnf")) > 1:
+        return "Only one of regex, json_schema, or ebnf can be set."
+    return None
+
+
+def validate_sampling_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check `params` as SGLang's /generate would and return a copy to send.
+
+    Raises InvalidSamplingParams (kind "unknown_key", "type" or "value") with SGLang's wording, so
+    a bad manifest fails before any GPU time is spent.
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InvalidSamplingParams(f"sampling_params must be an object, got {type(params).__name__}", "type")
+    unknown = sorted(k for k in params if k not in SAMPLING_PARAM_KINDS)
+    if unknown:
+        # SamplingParams(**params) fails like this on the server.
+        raise InvalidSamplingParams(
+            f"SamplingParams.__init__() got an unexpected keyword argument '{unknown[0]}'", "unknown_key"
+        )
+    for key, value in params.items():
+        kind = SAMPLING_PARAM_KINDS[key]
+        if value is not None and not _is_kind(value, kind):
+            raise InvalidSamplingParams(
+                f"sampling_params.{key}: expected {kind.replace('_', ' ')}, got {type(value).__name__} {value!r}",
+                "type",
+            )
+    problem = _range_problem(params)
+    if problem:
+        raise InvalidSamplingParams(problem, "value")
+    return dict(params)
+
+
+
+ERROR_SHAPES = ("unknown_key", "type", "value")
+
+
+def error_body(message: str, kind: str) -> dict[str, Any]:
+    """The body SGLang answers a refused request with, by the check it failed: a schema violation
+    (unknown key) as {"error": str}, a type error as an OpenAI-style error object, a value out of
+    range as {"error": {"message": str}} (docs/sglang.md#errors)."""
+    if kind == "unknown_key":
+        return {"error": message}
+    if kind == "type":
+        return {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": 400}
+    return {"error": {"message": message}}
+
+
+# 408/429 and every 5xx (503: the queue is full) may succeed when sent again; a 4xx about the
+# request itself never will.
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def is_retryable_status(status: int) -> bool:
+    if isinstance(status, bool) or not isinstance(status, int):
+        raise TypeError("status must be an int")
+    return status in RETRYABLE_STATUSES or 500 <= status <= 599
+
+
+
+def parse_error_message(body: Any) -> str:
+    """SGLang's message from whichever error shape came back: {"error": "str"},
+    {"error": {"message": ...}} or {"object": "error", "message": ...}; else the body as text."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", errors="replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return body.strip() or "(empty body)"
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, str):
+            return err
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+        if isinstance(body.get("detail"), str):
+            return body["detail"]
+    return str(body)
+
+
+FINISH_TYPES = frozenset({"stop", "length", "abort"})
+
+
+@dataclass
+class GenerateResult:
+    output_ids: list[int]
+    finish_reason: str  # "stop" | "length" | "abort"
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    e2e_latency: float
+    rid: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 1
+
+
+def parse_generate_response(body: Any) -> GenerateResult:
+    """One /generate response object as a GenerateResult; InvalidResponse if it breaks the
+    contract (missing fields, unknown finish type, completion_tokens != len(output_ids))."""
+    if not isinstance(body, dict):
+        raise InvalidResponse(f"expected a JSON object, got {type(body).__name__}")
+    output_ids = body.get("output_ids")
+    meta = body.get("meta_info")
+    if not isinstance(output_ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in output_ids):
+        raise InvalidResponse("output_ids missing or not a list of ints")
+    if not isinstance(meta, dict):
+        raise InvalidResponse("meta_info missing")
+    reason = meta.get("finish_reason")
+    reason_type = reason.get("type") if isinstance(reason, dict) else reason
+    if reason_type not in FINISH_TYPES:
+        raise InvalidResponse(f"unknown finish_reason {reason!r}")
+    completion = meta.get("completion_tokens", len(output_ids) if reason_type == "abort" else None)
+    prompt = meta.get("prompt_tokens", 0 if reason_type == "abort" else None)
+    if not isinstance(completion, int) or not isinstance(prompt, int):
+        raise InvalidResponse("meta_info lacks prompt_tokens/completion_tokens")
+    if completion != len(output_ids):
+        raise InvalidResponse(
+            f"completion_tokens ({completion}) != len(output_ids) ({len(output_ids)}): output_ids are not the "
+            "response tokens (a known 0.5.x bug put part of the prompt there)"
+        )
+    return GenerateResult(
+        output_ids=output_ids,
+        finish_reason=reason_type,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=int(meta.get("cached_tokens") or 0),
+        e2e_latency=float(meta.get("e2e_latency") or 0.0),
+        rid=str(meta.get("id", "")),
+        meta=meta,
+    )
+
+
+def aborted_result(rid: str, attempts: int, message: str) -> GenerateResult:
+    """The result of a generate the caller aborted when the server gave no abort response."""
+    return GenerateResult(
+        output_ids=[], finish_reason="abort", prompt_tokens=0, completion_tokens=0, cached_tokens=0,
+        e2e_latency=0.0, rid=rid, meta={"finish_reason": {"type": "abort", "message": message}}, attempts=attempts,
+    )
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    model_id: str
+    max_model_len: int | None
+
+
+def parse_models_response(body: Any) -> ModelInfo:
+    """The first model card of /v1/models."""
+    try:
+        card = body["data"][0]
+        return ModelInfo(model_id=str(card["id"]), max_model_len=card.get("max_model_len"))
+    except (KeyError, IndexError, TypeError) as exc:
+        raise InvalidResponse(f"unexpected /v1/models body: {body!r}") from exc
+
+
+
+def decode_json(payload: bytes) -> Any:
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        raise InvalidResponse(f"not JSON: {payload[:200]!r}") from exc

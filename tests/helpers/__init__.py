@@ -1,1 +1,0 @@
-"""Helpers shared by the tests: tiny real tokenizers and models built on the fly."""

@@ -1,0 +1,109 @@
+"""The layering: contracts at the bottom, every layer importing only those below it.
+
+    draftgen_contracts  <  jobrunner  <  draftgen  <  draftgen_operator  <  draftgen_dev (development only)
+
+Every import counts, the lazy ones inside functions too. Beyond the order:
+- the contracts import no HTTP or Kubernetes library (they hold the wire formats, not the wires);
+- draftgen's pure core (API, plan, fold, policies, reconcile) imports nothing of jobrunner: only its
+  local executor (`draftgen run`) and its command line start jobrunner's programs;
+- nothing in the product imports the development package or the tests, and neither does bench/.
+Unit tests beside their modules (`*_test.py`) are tests, not product, and may use the builders.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LAYERS = ["draftgen_contracts", "jobrunner", "draftgen", "draftgen_operator", "draftgen_dev"]
+SOURCES = {"draftgen_contracts": REPO / "draftgen_contracts", "jobrunner": REPO / "jobrunner",
+           "draftgen": REPO / "draftgen", "draftgen_operator": REPO / "operator" / "draftgen_operator",
+           "draftgen_dev": REPO / "devtools" / "draftgen_dev"}
+NO_WIRES = {"aiohttp", "httpx", "kubernetes", "kopf", "requests", "urllib3"}
+# draftgen modules that run jobrunner's programs (the local executor) or share its dispatcher.
+DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.cli", "draftgen.local_run", "draftgen.local")
+
+
+def module_name(package: str, path: Path) -> str:
+    parts = path.relative_to(SOURCES[package]).with_suffix("").parts
+    return ".".join([package, *(p for p in parts if p != "__init__")])
+
+
+def imported_modules(path: Path, module: str) -> set[str]:
+    """Every module a file imports, relative imports resolved."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: -node.level + (1 if path.name == "__init__.py" else 0) or None]
+                found.add(".".join([*base, *([node.module] if node.module else [])]))
+            else:
+                found.add(node.module)
+    return found
+
+
+def product_files():
+    for package, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            if not path.name.endswith("_test.py"):
+                yield package, path
+
+
+def top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def problems_of(package: str, path: Path) -> list[str]:
+    module = module_name(package, path)
+    problems = []
+    for imported in sorted(imported_modules(path, module)):
+        root = top(imported)
+        if root in LAYERS and LAYERS.index(root) > LAYERS.index(package):
+            problems.append(f"{module} imports {imported}, a higher layer")
+        if root == "tests":
+            problems.append(f"{module} imports the tests ({imported})")
+        if package == "draftgen_contracts" and root in NO_WIRES:
+            problems.append(f"{module} imports {imported}: the contracts hold no HTTP or Kubernetes client")
+        if package == "draftgen" and root == "jobrunner" and not module.startswith(DRAFTGEN_STARTS_JOBRUNNER):
+            problems.append(f"{module} imports {imported}: draftgen's core must not depend on jobrunner")
+    return problems
+
+
+def test_every_layer_imports_only_what_is_below_it():
+    problems = [p for package, path in product_files() for p in problems_of(package, path)]
+    assert problems == []
+
+
+def test_bench_uses_no_test_code():
+    problems = [f"{path.name} imports {m}" for path in sorted((REPO / "bench").glob("*.py"))
+                for m in imported_modules(path, path.stem) if top(m) == "tests"]
+    assert problems == []
+
+
+@pytest.mark.parametrize("source, module, expected", [
+    ("from jobrunner import generate\n", "draftgen_contracts.names", "a higher layer"),
+    ("def f():\n    import draftgen.plan\n", "jobrunner.merge", "a higher layer"),
+    ("import aiohttp\n", "draftgen_contracts.names", "no HTTP or Kubernetes client"),
+    ("from jobrunner.output import record_files\n", "draftgen.fold", "must not depend on jobrunner"),
+    ("from draftgen_dev import builders\n", "draftgen_operator.handlers", "a higher layer"),
+    ("from ..plan import x\n", "draftgen_operator.apply", ""),
+])
+def test_the_check_finds_a_back_import(tmp_path, source, module, expected):
+    package = top(module)
+    path = SOURCES[package] / (module.split(".", 1)[1].replace(".", "/") + ".py")
+    fake = tmp_path / path.relative_to(REPO)
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(source)
+    roots = dict(SOURCES)
+    SOURCES[package] = tmp_path / SOURCES[package].relative_to(REPO)
+    try:
+        found = problems_of(package, fake)
+    finally:
+        SOURCES.update(roots)
+    assert (expected in " ".join(found)) if expected else found == []
