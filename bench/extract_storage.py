@@ -4,7 +4,7 @@
 
 Runs the real `jobrunner extract` (transformers backend, a tiny random Llama, bf16, CPU) over a merged
 corpus whose lengths follow a long-tailed distribution (median ~470, mean ~1.3K response tokens, like
-the function-calling set of REFERENCE.md, scaled down by --scale), then compares:
+the simulator's function_calling profile, scaled down by --scale), then compares:
 - written: every byte of the shards (tensors, offsets, headers);
 - minimum: tokens x bytes per token, no padding, no headers;
 - SpecForge padded: what storing each sample at its batch's longest length would take, for the very

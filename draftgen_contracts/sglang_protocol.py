@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-# Every API key of SGLang's `SamplingParams` and the JSON type it takes. `None` is accepted for
-# every key: SamplingParams.__post_init__ turns null into the default.
+# Every key of SGLang 0.5.23's `SamplingParams` and the JSON type it takes
+# (docs/sglang.md#sampling-params). `null` is accepted for every key and means the default.
 SAMPLING_PARAM_KINDS: dict[str, str] = {
     "max_new_tokens": "int",
     "stop": "str_or_str_list",
@@ -42,11 +42,35 @@ SAMPLING_PARAM_KINDS: dict[str, str] = {
     "skip_special_tokens": "bool",
     "spaces_between_special_tokens": "bool",
     "no_stop_trim": "bool",
-    "custom_params": "dict",
+    "custom_params": "any",
     "stream_interval": "int",
-    "logit_bias": "dict",
+    "logit_bias": "float_dict",
     "sampling_seed": "int",
+    "beam_width": "int",
+    "watermark": "dict",
+    "choice": "str_list",
 }
+
+# The top-level /generate fields whose type SGLang's request schema checks and that a caller of
+# draftgen may plausibly send; other top-level keys are ignored by SGLang, and so here.
+REQUEST_FIELD_KINDS: dict[str, str] = {
+    "rid": "str_or_str_list",
+    "text": "str_or_str_list",
+    "stream": "bool",
+    "return_logprob": "bool_or_bool_list",
+    "return_hidden_states": "bool_or_bool_list",
+    "return_text_in_logprobs": "bool",
+    "logprob_start_len": "int_or_int_list",
+    "top_logprobs_num": "int_or_int_list",
+    "priority": "int",
+    "require_reasoning": "bool",
+    "routing_key": "str",
+    "session_id": "str",
+    "max_thinking_tokens": "uint",
+    "return_prompt_token_ids": "bool",
+    "custom_labels": "str_dict",
+}
+REQUEST_FIELDS_NOT_NULL = frozenset({"return_prompt_token_ids"})  # the one field whose schema has no null
 
 # SGLang's defaults for the keys that change what comes back (docs/sglang.md#the-generate-request).
 SAMPLING_PARAM_DEFAULTS: dict[str, Any] = {
@@ -79,12 +103,12 @@ class BadRequest(SGLangError):
 
 
 class InvalidSamplingParams(BadRequest):
-    """A sampling_params problem. `kind` says which of SGLang's checks it fails, because each
-    answers in its own error shape: "unknown_key", "type" or "value"."""
+    """A sampling_params problem. `shape` says which of SGLang's checks it fails, each answering in
+    its own error shape (`error_body`): "schema" (an unknown key, a wrong type) or "value" (a range)."""
 
-    def __init__(self, message: str, kind: str):
+    def __init__(self, message: str, shape: str):
         super().__init__(message)
-        self.kind = kind
+        self.shape = shape
 
 
 class InvalidResponse(SGLangError):
@@ -104,23 +128,53 @@ class RequestFailed(SGLangError):
         self.last_error = last_error
 
 
-def _is_kind(value: Any, kind: str) -> bool:
-    # bool is an int subclass in Python but not in SGLang's schema.
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "str_or_str_list":
-        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-    if kind == "int_list":
-        return isinstance(value, list) and all(_is_kind(v, "int") for v in value)
-    if kind == "dict":
-        return isinstance(value, dict)
-    raise ValueError(f"unknown kind {kind!r}")
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # a bool is no int in SGLang's schema
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _all(value: Any, check) -> bool:
+    return isinstance(value, list) and all(check(v) for v in value)
+
+
+KIND_CHECKS = {
+    "int": _is_int,
+    "uint": lambda v: _is_int(v) and v >= 0,
+    "float": _is_number,
+    "bool": lambda v: isinstance(v, bool),
+    "str": lambda v: isinstance(v, str),
+    "any": lambda v: True,
+    "dict": lambda v: isinstance(v, dict),
+    "str_list": lambda v: _all(v, lambda x: isinstance(x, str)),
+    "int_list": lambda v: _all(v, _is_int),
+    "str_or_str_list": lambda v: isinstance(v, str) or _all(v, lambda x: isinstance(x, str)),
+    "bool_or_bool_list": lambda v: isinstance(v, bool) or _all(v, lambda x: isinstance(x, bool)),
+    "int_or_int_list": lambda v: _is_int(v) or _all(v, _is_int),
+    "float_dict": lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
+    "str_dict": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+}
+
+
+def type_problem(where: str, value: Any, kind: str, nullable: bool = True) -> str | None:
+    """SGLang's complaint about `value` for a field of `kind`, None when it fits."""
+    if value is None:
+        return None if nullable else f"{where}: invalid type: null, expected {kind.replace('_', ' ')}"
+    if KIND_CHECKS[kind](value):
+        return None
+    return f"{where}: invalid type: {type(value).__name__} {value!r}, expected {kind.replace('_', ' ')}"
+
+
+def request_field_problem(body: Mapping[str, Any]) -> str | None:
+    """The first top-level field of a /generate body whose type SGLang's request schema refuses."""
+    for key, kind in REQUEST_FIELD_KINDS.items():
+        if key in body:
+            problem = type_problem(key, body[key], kind, nullable=key not in REQUEST_FIELDS_NOT_NULL)
+            if problem:
+                return problem
+    return None
 
 
 def _range_problem(p: Mapping[str, Any]) -> str | None:
@@ -161,26 +215,22 @@ def _range_problem(p: Mapping[str, Any]) -> str | None:
 def validate_sampling_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     """Check `params` as SGLang's /generate would and return a copy to send.
 
-    Raises InvalidSamplingParams (kind "unknown_key", "type" or "value") with SGLang's wording, so
-    a bad manifest fails before any GPU time is spent.
+    Raises InvalidSamplingParams (shape "schema" or "value") with SGLang's wording, so a bad
+    manifest fails before any GPU time is spent.
     """
     if params is None:
         return {}
     if not isinstance(params, Mapping):
-        raise InvalidSamplingParams(f"sampling_params must be an object, got {type(params).__name__}", "type")
+        raise InvalidSamplingParams(f"sampling_params: invalid type: {type(params).__name__}, expected an object",
+                                    "schema")
     unknown = sorted(k for k in params if k not in SAMPLING_PARAM_KINDS)
     if unknown:
-        # SamplingParams(**params) fails like this on the server.
-        raise InvalidSamplingParams(
-            f"SamplingParams.__init__() got an unexpected keyword argument '{unknown[0]}'", "unknown_key"
-        )
+        expected = ", ".join(f"`{k}`" for k in SAMPLING_PARAM_KINDS)
+        raise InvalidSamplingParams(f"unknown field `{unknown[0]}`, expected one of {expected}", "schema")
     for key, value in params.items():
-        kind = SAMPLING_PARAM_KINDS[key]
-        if value is not None and not _is_kind(value, kind):
-            raise InvalidSamplingParams(
-                f"sampling_params.{key}: expected {kind.replace('_', ' ')}, got {type(value).__name__} {value!r}",
-                "type",
-            )
+        problem = type_problem(f"sampling_params.{key}", value, SAMPLING_PARAM_KINDS[key])
+        if problem:
+            raise InvalidSamplingParams(problem, "schema")
     problem = _range_problem(params)
     if problem:
         raise InvalidSamplingParams(problem, "value")
@@ -188,18 +238,17 @@ def validate_sampling_params(params: Mapping[str, Any] | None) -> dict[str, Any]
 
 
 
-ERROR_SHAPES = ("unknown_key", "type", "value")
-
-
-def error_body(message: str, kind: str) -> dict[str, Any]:
-    """The body SGLang answers a refused request with, by the check it failed: a schema violation
-    (unknown key) as {"error": str}, a type error as an OpenAI-style error object, a value out of
-    range as {"error": {"message": str}} (docs/sglang.md#errors)."""
-    if kind == "unknown_key":
+def error_body(message: str, shape: str, status: int = 400) -> dict[str, Any]:
+    """The body SGLang 0.5.23 answers a refused request with (docs/sglang.md#errors): its request
+    schema's refusal (unknown key, wrong type) as {"error": str}; a value out of range or a prompt
+    with no room as {"error": {"message": str}}; a body the HTTP layer cannot read, and a 503 or 500,
+    as an OpenAI-style error object."""
+    if shape == "schema":
         return {"error": message}
-    if kind == "type":
-        return {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": 400}
-    return {"error": {"message": message}}
+    if shape == "value":
+        return {"error": {"message": message}}
+    return {"object": "error", "message": message, "type": "BadRequestError" if status == 400 else "ServerError",
+            "param": None, "code": status}
 
 
 # 408/429 and every 5xx (503: the queue is full) may succeed when sent again; a 4xx about the

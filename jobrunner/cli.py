@@ -16,7 +16,7 @@ COMMANDS = {
     "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
     "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
     "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
-    "simulate": ("jobrunner.simulator", "run the SGLang simulator (tests, demos, benchmarks)"),
+    "simulate": ("jobrunner.simulate.cli", "run the SGLang simulator (tests, demos, benchmarks)"),
 }
 
 

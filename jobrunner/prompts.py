@@ -3,7 +3,7 @@
 Tokenization uses the model's own tokenizer and chat template (`AutoTokenizer.from_pretrained`,
 `apply_chat_template(messages, tools=..., add_generation_prompt=True, tokenize=True, **kwargs)`),
 so thinking and tool-call tokens are exactly the model's. transformers 5.x returns a
-`BatchEncoding` there and 4.x a plain list (REFERENCE.md, seen with 5.24); `input_ids_of` takes both.
+`BatchEncoding` there and 4.x a plain list (docs/sglang.md#tokenizers-transformers, seen with 5.24); `input_ids_of` takes both.
 
 The decisions (which class a prompt is in, how many new tokens it may ask for) are pure functions;
 `PromptPreparer` applies them to a row and runs on a worker thread, never on the event loop.
@@ -43,9 +43,8 @@ def max_new_tokens_for(
 ) -> int | None:
     """max_new_tokens to send, or None to skip the prompt.
 
-    SGLang answers 400 unless prompt + max_new_tokens < context length (`>=` is refused in
-    TokenizerManager._validate_one_request; REFERENCE.md's `>` is one token off), so the room is
-    context - prompt - 1. `skip` drops a prompt that does not fit with the full `wanted`; `clamp`
+    The room is context - prompt - 1: every SGLang release accepts that (0.5.23 refuses only
+    prompt + max_new_tokens > context, earlier ones `>=`; docs/sglang.md#context-length). `skip` drops a prompt that does not fit with the full `wanted`; `clamp`
     asks for the room left instead, and drops the prompt only when less than `min_room` is left.
     """
     room = context_length - prompt_tokens - 1

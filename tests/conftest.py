@@ -53,6 +53,27 @@ def namespace(k8s, request):
     core.delete_namespace(name)
 
 
+@pytest.fixture
+def simulator():
+    """`simulator(**SimConfig fields)` -> a started SGLang simulator on a free 127.0.0.1 port, in a
+    thread of its own (`.base_url`, `.stats`, `.stop()`), so sync and async tests use it alike;
+    `faults=` takes a dict. Every simulator a test started is stopped after it."""
+    from jobrunner.simulate.config import FaultRates, SimConfig
+    from jobrunner.simulate.server import run_in_thread
+
+    started = []
+
+    def start(**fields):
+        faults = fields.pop("faults", None) or {}
+        _, handle = run_in_thread(SimConfig(**fields, faults=FaultRates(**faults)))
+        started.append(handle)
+        return handle
+
+    yield start
+    for handle in started:
+        handle.stop()
+
+
 def is_gone(read, *args) -> bool:
     """Whether the object that `read(*args)` reads is gone (404)."""
     from kubernetes import client

@@ -1,11 +1,10 @@
-"""Fixtures for the generate tests: a tiny real tokenizer, prompt files, an in-process simulator."""
+"""Fixtures for the generate tests: a tiny real tokenizer and prompt files (the simulator: tests/conftest.py)."""
 
 import json
 
 import pytest
 
 from draftgen_dev.tiny_model import build_tiny_tokenizer
-from jobrunner.simulator import SimConfig, Simulator
 
 
 @pytest.fixture(scope="session")
@@ -23,20 +22,3 @@ def write_prompts(path, n: int, start: int = 0) -> str:
 @pytest.fixture
 def prompts_file(tmp_path):
     return write_prompts(tmp_path / "prompts.jsonl", 200)
-
-
-@pytest.fixture
-async def make_sim():
-    started = []
-
-    async def start(**kwargs) -> Simulator:
-        kwargs.setdefault("speedup", 200.0)
-        kwargs.setdefault("profile", "chat")
-        sim = Simulator(SimConfig(**kwargs))
-        await sim.start()
-        started.append(sim)
-        return sim
-
-    yield start
-    for sim in started:
-        await sim.stop()

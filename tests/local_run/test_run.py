@@ -14,7 +14,6 @@ import psutil
 from draftgen import cli
 from jobrunner.corpus import iter_corpus
 from jobrunner.output import iter_records, read_summary, record_files
-from jobrunner.simulator import SimConfig, run_in_thread
 
 from .conftest import quickstart, write_spec
 
@@ -106,15 +105,12 @@ def test_ctrl_c_stops_the_children_and_a_rerun_resumes_without_duplicates(tmp_pa
     assert merged_records(root) == len(ids)
 
 
-def test_server_url_uses_a_running_server_and_starts_none(tmp_path, data_dir, model_dir):
-    url, sim = run_in_thread(SimConfig(vocab_size=512, eos_token_id=2, context_len=2048, speedup=20))
-    try:
-        obj = quickstart(budget_tokens=500, extraction=False, output={"claimName": "data", "path": "runs/qs"})
-        spec = write_spec(tmp_path / "quickstart.yaml", obj)
-        assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir, "--server-url", url) == 0
-        assert sim.stats.completed > 0
-    finally:
-        sim.stop()
+def test_server_url_uses_a_running_server_and_starts_none(tmp_path, data_dir, model_dir, simulator):
+    sim = simulator(vocab_size=512, eos_token_id=2, context_len=2048, speedup=20)
+    obj = quickstart(budget_tokens=500, extraction=False, output={"claimName": "data", "path": "runs/qs"})
+    spec = write_spec(tmp_path / "quickstart.yaml", obj)
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir, "--server-url", sim.base_url) == 0
+    assert sim.stats.completed > 0
     root = data_dir / "runs" / "qs"  # <data-dir>/<output.path>
     assert not (root / "local-run" / "simulator.log").exists()
     assert_budgets_met(root, 500)

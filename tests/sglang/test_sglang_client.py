@@ -18,7 +18,8 @@ from draftgen_contracts.sglang_protocol import (
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
 from jobrunner.sglang.rids import make_rid, retry_rid
-from jobrunner.simulator import FaultRates, SimConfig, fault_for
+from jobrunner.simulate.config import FaultRates, SimConfig
+from jobrunner.simulate.responses import fault_for
 
 FAST = dict(per_request_tps=5000.0, capacity_tps=1e6, tick_s=0.005)
 QUICK_RETRY = RetryPolicy(max_attempts=8, base_delay_s=0.01, max_delay_s=0.05, max_elapsed_s=30, seed=0)
@@ -49,8 +50,8 @@ async def _serve(app: web.Application):
     return runner, f"http://127.0.0.1:{port}"
 
 
-async def test_generate_returns_a_result(start_sim, clients):
-    _, url = await start_sim(profile="fixed:12", **FAST)
+async def test_generate_returns_a_result(simulator, clients):
+    url = simulator(profile="fixed:12", **FAST).base_url
     client = clients(url)
     rid = make_rid("run", "ds/000000001", 0)
     r = await client.generate([5, 6, 7], {"max_new_tokens": 64, "temperature": 0.7}, rid)
@@ -61,8 +62,9 @@ async def test_generate_returns_a_result(start_sim, clients):
 
 
 @pytest.mark.parametrize("fault", ["http_503", "http_500", "reset"])
-async def test_retries_flaky_server_until_success(start_sim, clients, fault):
-    sim, url = await start_sim(profile="fixed:5", faults={fault: 0.5}, seed=11, **FAST)
+async def test_retries_flaky_server_until_success(simulator, clients, fault):
+    sim = simulator(profile="fixed:5", faults={fault: 0.5}, seed=11, **FAST)
+    url = sim.base_url
     client = clients(url)
     results = await asyncio.gather(*(client.generate([i], {"max_new_tokens": 8}, make_rid("run", f"d/{i}", 0)) for i in range(16)))
     assert all(r.finish_reason == "stop" and r.completion_tokens == 5 for r in results)
@@ -71,8 +73,9 @@ async def test_retries_flaky_server_until_success(start_sim, clients, fault):
     assert sim.stats.completed == 16
 
 
-async def test_gives_up_after_max_attempts(start_sim, clients):
-    sim, url = await start_sim(faults={"http_500": 1.0}, **FAST)
+async def test_gives_up_after_max_attempts(simulator, clients):
+    sim = simulator(faults={"http_500": 1.0}, **FAST)
+    url = sim.base_url
     client = clients(url, retry=RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.02, seed=0))
     with pytest.raises(RequestFailed) as err:
         await client.generate([1], None, make_rid("run", "x", 0))
@@ -80,8 +83,9 @@ async def test_gives_up_after_max_attempts(start_sim, clients):
     assert sim.stats.faults["http_500"] == 3
 
 
-async def test_server_400_is_not_retried(start_sim, clients):
-    sim, url = await start_sim(context_len=32, **FAST)
+async def test_server_400_is_not_retried(simulator, clients):
+    sim = simulator(context_len=32, **FAST)
+    url = sim.base_url
     client = clients(url)
     with pytest.raises(BadRequest, match="maximum context length") as err:
         await client.generate(list(range(20)), {"max_new_tokens": 20}, make_rid("run", "x", 0))
@@ -89,8 +93,9 @@ async def test_server_400_is_not_retried(start_sim, clients):
     assert sim.stats.rejected == 1
 
 
-async def test_bad_sampling_params_fail_before_sending(start_sim, clients):
-    sim, url = await start_sim(**FAST)
+async def test_bad_sampling_params_fail_before_sending(simulator, clients):
+    sim = simulator(**FAST)
+    url = sim.base_url
     client = clients(url)
     with pytest.raises(InvalidSamplingParams, match="max_tokens"):
         await client.generate([1], {"max_tokens": 5}, make_rid("run", "x", 0))
@@ -112,15 +117,15 @@ async def test_response_with_prompt_in_output_ids_is_rejected(clients):
         await runner.cleanup()
 
 
-async def test_wait_ready_through_refused_port_and_warmup(start_sim, clients):
-    _, url = await start_sim(startup_delay_s=0.4, warmup_s=0.3, **FAST)
+async def test_wait_ready_through_refused_port_and_warmup(simulator, clients):
+    url = simulator(startup_delay_s=0.4, warmup_s=0.3, **FAST).base_url
     started = time.monotonic()
     await clients(url).wait_ready(10, poll_interval_s=0.05)
     assert time.monotonic() - started >= 0.6
 
 
-async def test_wait_ready_times_out_with_a_clear_error(start_sim, clients):
-    _, url = await start_sim(startup_delay_s=30, **FAST)
+async def test_wait_ready_times_out_with_a_clear_error(simulator, clients):
+    url = simulator(startup_delay_s=30, **FAST).base_url
     with pytest.raises(ServerNotReady, match="not ready after"):
         await clients(url).wait_ready(0.4, poll_interval_s=0.05)
 
@@ -151,18 +156,20 @@ async def abort_one_in_flight(client):
     return await task
 
 
-async def test_abort_in_flight_request_returns_abort(start_sim, clients):
-    sim, url = await start_sim(**LONG)
+async def test_abort_in_flight_request_returns_abort(simulator, clients):
+    sim = simulator(**LONG)
+    url = sim.base_url
     result = await abort_one_in_flight(clients(url))
     assert result.finish_reason == "abort" and result.completion_tokens == len(result.output_ids) > 0
     assert sim.stats.tokens_generated_after_abort == 0
 
 
-async def test_abort_reaches_the_retry_rid(start_sim, clients):
+async def test_abort_reaches_the_retry_rid(simulator, clients):
     config = SimConfig(seed=5, faults=FaultRates(http_503=0.5))
     rid = next(r for r in (make_rid("run", f"d/{i}", 0) for i in range(200))
                if fault_for(config, r) == "http_503" and fault_for(config, retry_rid(r, 1)) is None)
-    sim, url = await start_sim(seed=5, faults={"http_503": 0.5}, **LONG)
+    sim = simulator(seed=5, faults={"http_503": 0.5}, **LONG)
+    url = sim.base_url
     client = clients(url)
     task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
     deadline = time.monotonic() + 5
@@ -174,8 +181,9 @@ async def test_abort_reaches_the_retry_rid(start_sim, clients):
     assert (result.finish_reason, result.rid, result.attempts) == ("abort", retry_rid(rid, 1), 2)
 
 
-async def test_cancelled_generate_leaks_no_connection(start_sim, clients):
-    sim, url = await start_sim(**LONG)
+async def test_cancelled_generate_leaks_no_connection(simulator, clients):
+    sim = simulator(**LONG)
+    url = sim.base_url
     client = clients(url, max_connections=1)
     rid = make_rid("run", "x", 0)
     task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
@@ -191,8 +199,9 @@ async def test_cancelled_generate_leaks_no_connection(start_sim, clients):
     assert stats.aborted == 1 and stats.running == 0
 
 
-async def test_retries_stop_at_the_time_bound(start_sim, clients):
-    sim, url = await start_sim(faults={"http_503": 1.0}, **FAST)
+async def test_retries_stop_at_the_time_bound(simulator, clients):
+    sim = simulator(faults={"http_503": 1.0}, **FAST)
+    url = sim.base_url
     policy = RetryPolicy(max_attempts=1000, base_delay_s=0.05, max_delay_s=0.05, max_elapsed_s=0.3, seed=0)
     started = time.monotonic()
     with pytest.raises(RequestFailed):
@@ -201,15 +210,17 @@ async def test_retries_stop_at_the_time_bound(start_sim, clients):
 
 
 @pytest.mark.parametrize("abort_status", [400, 500])
-async def test_abort_answered_with_an_error_is_an_abort_not_a_retry(start_sim, clients, abort_status):
-    sim, url = await start_sim(abort_status=abort_status, **LONG)
+async def test_abort_answered_with_an_error_is_an_abort_not_a_retry(simulator, clients, abort_status):
+    sim = simulator(abort_status=abort_status, **LONG)
+    url = sim.base_url
     result = await abort_one_in_flight(clients(url))
     assert (result.finish_reason, result.attempts) == ("abort", 1)
     assert sim.stats.requests == 1  # never resent
 
 
-async def test_abort_during_backoff_stops_the_retries(start_sim, clients):
-    sim, url = await start_sim(faults={"http_503": 1.0}, **FAST)
+async def test_abort_during_backoff_stops_the_retries(simulator, clients):
+    sim = simulator(faults={"http_503": 1.0}, **FAST)
+    url = sim.base_url
     client = clients(url, retry=RetryPolicy(max_attempts=50, base_delay_s=0.3, max_delay_s=0.3, seed=1))
     rid = make_rid("run", "x", 0)
     task = asyncio.create_task(client.generate([1], None, rid))

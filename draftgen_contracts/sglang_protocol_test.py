@@ -1,62 +1,20 @@
-"""Pure functions of the SGLang protocol (draftgen_contracts.sglang_protocol) and the client's rids and retry rule."""
+"""SGLang's wire contract: error shapes, response parsing, sampling params and request fields."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import random
-
-import aiohttp
 import pytest
 
 from draftgen_contracts.sglang_protocol import (
     SAMPLING_PARAM_KINDS,
     InvalidResponse,
     InvalidSamplingParams,
+    error_body,
     parse_error_message,
     parse_generate_response,
     parse_models_response,
+    request_field_problem,
     validate_sampling_params,
 )
-from jobrunner.sglang.retry import backoff_delay, is_retryable
-from jobrunner.sglang.rids import make_rid, retry_rid
-
-
-@pytest.mark.parametrize("status", [500, 502, 503, 504, 429, 408])
-def test_server_side_statuses_are_retryable(status):
-    assert is_retryable(status)
-
-
-@pytest.mark.parametrize("status", [400, 401, 404, 413, 422])
-def test_request_errors_are_not_retryable(status):
-    assert not is_retryable(status)
-
-
-def test_transport_failures_are_retryable_other_exceptions_not():
-    assert is_retryable(aiohttp.ServerDisconnectedError())
-    assert is_retryable(aiohttp.ClientOSError(104, "Connection reset by peer"))
-    assert is_retryable(aiohttp.ClientPayloadError("cut mid-body"))
-    assert is_retryable(asyncio.TimeoutError())
-    assert not is_retryable(InvalidResponse("bad"))
-    assert not is_retryable(ValueError("x"))
-
-
-def test_backoff_is_full_jitter_under_a_capped_exponential():
-    rng = random.Random(1)
-    for attempt in range(1, 12):
-        ceiling = min(8.0, 0.5 * 2 ** (attempt - 1))
-        draws = [backoff_delay(attempt, 0.5, 8.0, rng) for _ in range(200)]
-        assert all(0.0 <= d <= ceiling for d in draws)
-        assert max(draws) > 0.5 * ceiling  # jitter spreads over the whole window
-    assert backoff_delay(1000, 0.5, 8.0, rng) <= 8.0
-    with pytest.raises(ValueError):
-        backoff_delay(0, 0.5, 8.0, rng)
-
-
-def test_backoff_is_reproducible_from_the_seed():
-    a = [backoff_delay(3, 1.0, 30.0, random.Random(7)) for _ in range(3)]
-    b = [backoff_delay(3, 1.0, 30.0, random.Random(7)) for _ in range(3)]
-    assert a == b
 
 
 @pytest.mark.parametrize(
@@ -130,24 +88,26 @@ def test_validate_accepts_the_real_keys_and_nulls():
     assert validate_sampling_params(params) == params
     assert validate_sampling_params(None) == {}
     assert validate_sampling_params({"max_new_tokens": None}) == {"max_new_tokens": None}
+    newer = {"beam_width": 2, "watermark": {"enabled": False}, "choice": ["yes", "no"], "logit_bias": {"5": 1.5}}
+    assert validate_sampling_params(newer) == newer  # keys SGLang 0.5.23 added
 
 
 @pytest.mark.parametrize("key", ["max_tokens", "seed", "temperture"])
 def test_validate_rejects_unknown_keys(key):
     with pytest.raises(InvalidSamplingParams) as err:
         validate_sampling_params({key: 1})
-    assert err.value.kind == "unknown_key" and key in err.value.message
+    assert err.value.shape == "schema" and key in err.value.message
 
 
 @pytest.mark.parametrize(
     "params",
     [{"temperature": "0.7"}, {"max_new_tokens": 16.0}, {"max_new_tokens": True}, {"ignore_eos": 1},
-     {"stop_token_ids": [1, "2"]}, {"stop": 3}],
+     {"stop_token_ids": [1, "2"]}, {"stop": 3}, {"logit_bias": {"5": "high"}}],
 )
 def test_validate_rejects_wrong_types(params):
     with pytest.raises(InvalidSamplingParams) as err:
         validate_sampling_params(params)
-    assert err.value.kind == "type"
+    assert err.value.shape == "schema"
 
 
 @pytest.mark.parametrize(
@@ -158,7 +118,7 @@ def test_validate_rejects_wrong_types(params):
 def test_validate_rejects_out_of_range_values(params):
     with pytest.raises(InvalidSamplingParams) as err:
         validate_sampling_params(params)
-    assert err.value.kind == "value"
+    assert err.value.shape == "value"
 
 
 def test_the_key_list_has_sglangs_names():
@@ -166,13 +126,26 @@ def test_the_key_list_has_sglangs_names():
     assert not {"max_tokens", "seed"} & set(SAMPLING_PARAM_KINDS)
 
 
-def test_rids_are_fixed_width_so_none_is_a_prefix_of_another():
-    rids = {make_rid(run, f"ds/{row:09d}", attempt)
-            for run, row, attempt in itertools.product(["run-a", "run-b"], range(300), range(3))}
-    rids |= {retry_rid(r, k) for r in list(rids)[:100] for k in (1, 2)}
-    assert len({len(r) for r in rids}) == 1
-    ordered = sorted(rids)
-    # in sorted order a prefix would sit right before a string it prefixes
-    assert not any(b.startswith(a) for a, b in zip(ordered, ordered[1:]))
-    assert make_rid("run-a", "ds/000000001", 0) == make_rid("run-a", "ds/000000001", 0)
-    assert make_rid("run-a", "ds/000000001", 0) != make_rid("run-a", "ds/000000001", 1)
+
+
+@pytest.mark.parametrize("body, problem", [
+    ({"input_ids": [1], "stream": True, "return_logprob": [True, False], "priority": 3}, None),
+    ({"input_ids": [1], "unknown_top_level_key": {"ignored": True}}, None),
+    ({"input_ids": [1], "stream": "true"}, "stream"),
+    ({"input_ids": [1], "return_hidden_states": 1}, "return_hidden_states"),
+    ({"input_ids": [1], "max_thinking_tokens": -1}, "max_thinking_tokens"),
+    ({"input_ids": [1], "return_prompt_token_ids": None}, "return_prompt_token_ids"),
+    ({"input_ids": [1], "custom_labels": {"team": 1}}, "custom_labels"),
+])
+def test_request_fields_are_typed_as_sglangs_schema(body, problem):
+    found = request_field_problem(body)
+    assert (found is None) if problem is None else found.startswith(problem + ":")
+
+
+@pytest.mark.parametrize("shape, body", [
+    ("schema", {"error": "m"}),
+    ("value", {"error": {"message": "m"}}),
+    ("request", {"object": "error", "message": "m", "type": "BadRequestError", "param": None, "code": 400}),
+])
+def test_every_error_shape_reads_back_as_its_message(shape, body):
+    assert error_body("m", shape) == body and parse_error_message(body) == "m"

@@ -1,7 +1,7 @@
 """Response-length distributions for the SGLang simulator.
 
-Lognormal fits to the motivating run (REFERENCE.md): function calling median 471 / mean 1,314
-(gives ~30% > 1K and ~5% > 5K against the observed 37% / 4.5%), code ~3.8K mean, math/reasoning
+Lognormal fits to the response lengths of the run draftgen was built to replace: function calling
+median 471 / mean 1,314 (gives ~30% > 1K and ~5% > 5K against the observed 37% / 4.5%), code ~3.8K mean, math/reasoning
 long, chat medium, SWE agent traces in between. `fixed:N` gives exactly N tokens (EOS included).
 A length is the *natural* response length; max_new_tokens may cut it (finish_reason length).
 """
