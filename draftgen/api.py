@@ -39,7 +39,6 @@ def k8s(**extensions) -> dict:
 
 
 IMMUTABLE = k8s(validations=[cel("self == oldSelf", "is immutable: it cannot change once generation started")])
-QUANTITY = k8s(validations=[cel("isQuantity(self)", "must be a Kubernetes quantity such as 64Gi")])
 FREE_FORM = k8s(preserve=True)
 
 
@@ -102,7 +101,7 @@ class Server(Model):
     tolerations: list[dict[str, Any]] = Field(default_factory=lambda: [dict(GPU_TOLERATION)],
                                               json_schema_extra={"items": FREE_FORM},
                                               description="Tolerations of the generation pods.")
-    shm_size: str = Field("64Gi", json_schema_extra=QUANTITY, description="Size of the memory-backed /dev/shm.")
+    shm_size: str = Field("64Gi", description="Size of the memory-backed /dev/shm (a Kubernetes quantity).")
     startup_timeout_seconds: int = Field(3600, ge=60, le=86400, description=(
         "How long the server may take to load weights, compile and capture graphs before its pod fails."))
 
@@ -211,9 +210,7 @@ class DatasetGenerationSpec(Model):
     runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
     prompt_classes: list[PromptClass] = Field(
         default_factory=default_prompt_classes, max_length=8,
-        json_schema_extra={**k8s(list_type="map", list_map_keys=["name"], validations=[
-            cel("self.filter(c, !has(c.maxPromptTokens)).size() == 1",
-                "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)")])},
+        json_schema_extra=k8s(list_type="map", list_map_keys=["name"]),
         description="Prompt classes by prompt length, each with its concurrency and max_new_tokens.")
     datasets: list[Dataset] = Field(min_length=1, max_length=MAX_DATASETS,
                                     json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
@@ -225,17 +222,6 @@ class DatasetGenerationSpec(Model):
 
     def dataset(self, name: str) -> Dataset:
         return next(d for d in self.datasets if d.name == name)
-
-
-SPEC_RULES = [
-    cel("self.server.gpusPerReplica % self.server.tensorParallelSize == 0",
-        "server.gpusPerReplica must be a multiple of server.tensorParallelSize", field_path=".server.gpusPerReplica"),
-    cel("self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
-        "self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in ['short', 'long']))",
-        "datasets[].promptClass must name one of promptClasses", field_path=".datasets"),
-    cel("!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
-        "extraction.layers must be >= 0", field_path=".extraction.layers"),
-]
 
 
 # --- status ---------------------------------------------------------------------------------------

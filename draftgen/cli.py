@@ -13,7 +13,7 @@ from jobrunner.cli import dispatch
 
 COMMANDS = {
     "operator": ("draftgen_operator.main", "run the Kubernetes operator"),
-    "run": ("draftgen.local_run", "run a DatasetGeneration on this machine"),
+    "run": ("draftgen.local.cli", "run a DatasetGeneration on this machine"),
     "crd": ("draftgen.crd_cli", "print the DatasetGeneration CRD"),
 }
 

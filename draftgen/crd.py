@@ -13,7 +13,7 @@ import yaml
 
 from draftgen_contracts import names
 
-from . import api
+from . import admission, api
 
 PRINTER_COLUMNS = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
@@ -64,7 +64,7 @@ def schema_of(model: type, keep_defaults: bool) -> dict:
 
 def crd() -> dict:
     spec = schema_of(api.DatasetGenerationSpec, keep_defaults=True)
-    spec["x-kubernetes-validations"] = api.SPEC_RULES
+    spec["x-kubernetes-validations"] = admission.cel_rules()
     status = schema_of(api.DatasetGenerationStatus, keep_defaults=False)
     root = {
         "type": "object",
@@ -74,10 +74,7 @@ def crd() -> dict:
         "required": ["spec"],
         "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
                        "spec": spec, "status": status},
-        "x-kubernetes-validations": [api.cel(
-            f"self.metadata.name.size() <= {names.MAX_NAME_LENGTH}",
-            f"metadata.name must be at most {names.MAX_NAME_LENGTH} characters so every child object's name "
-            "(Jobs, pods, ServiceAccount, reports) stays valid")],
+        "x-kubernetes-validations": [admission.NAME_RULE],
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

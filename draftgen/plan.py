@@ -136,7 +136,6 @@ def config_digest(config: dict) -> str:
 OFFLINE_ENV = [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "TRANSFORMERS_OFFLINE", "value": "1"}]
 
 
-# The server binds the pod IP and generate reaches it there (`$(POD_IP)` in their args).
 POD_IP_ENV = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
 
 
@@ -178,11 +177,22 @@ def _with_gpus(resources: dict[str, Any], gpus: int) -> dict[str, Any]:
     return {**resources, "limits": limits}
 
 
-def server_args(spec: api.DatasetGenerationSpec) -> list[str]:
+# The server binds the pod IP, and generate reaches it there (Kubernetes expands `$(POD_IP)` in args).
+POD_IP = "$(POD_IP)"
+
+
+def server_args(spec: api.DatasetGenerationSpec, host: str = POD_IP, port: int | None = None,
+                model_path: str | None = None, extra: list[str] | None = None) -> list[str]:
+    """The generation server's flags (`sglang.launch_server`'s spellings); the pod's by default."""
     s = spec.server
-    return ["--model-path", spec.model.checkpoint_path(), "--tp-size", str(s.tensor_parallel_size),
-            "--host", "$(POD_IP)", "--port", str(s.port), "--context-length", str(spec.model.context_length),
-            *s.args]
+    return ["--model-path", model_path or spec.model.checkpoint_path(), "--tp-size", str(s.tensor_parallel_size),
+            "--host", host, "--port", str(s.port if port is None else port),
+            "--context-length", str(spec.model.context_length), *(s.args if extra is None else extra)]
+
+
+def generate_command(config_path: str, replica: int, server_url: str) -> list[str]:
+    """`jobrunner generate` for one replica (the generation pod's command; the local executor's too)."""
+    return ["jobrunner", "generate", "--config", config_path, "--replica", str(replica), "--server-url", server_url]
 
 
 def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
@@ -206,8 +216,8 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     }
     runner = {
         "name": "generate", "image": spec.runner_image or settings.runner_image,
-        "command": ["jobrunner", "generate", "--config", f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}",
-                    "--replica", str(replica), "--server-url", "http://$(POD_IP):%d" % s.port],
+        "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
+                                    f"http://{POD_IP}:{s.port}"),
         "env": [*POD_IP_ENV, *OFFLINE_ENV],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},

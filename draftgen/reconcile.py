@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from draftgen_contracts import names
+from draftgen_contracts.states import Phase
 
 from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
@@ -121,7 +122,7 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         phase, reason = stage, stage
         message = {"Generating": f"{status.progress} of {status.budget_tokens} tokens",
                    "Extracting": "extracting hidden states"}[stage]
-    status.phase = phase
+    status.phase = Phase(phase)
 
     c, g = status.conditions, generation
     c = set_condition(c, "Ready", phase == "Succeeded", reason, message, now, g)

@@ -27,6 +27,7 @@ rows are then simply generated again (never counted twice, because the totals co
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -216,6 +217,10 @@ class PartWriter:
         self.skipped_path = skipped_path(output_root, dataset, replica)
         self.summary_path = summary_path(output_root, dataset, replica)
         self.records_path.parent.mkdir(parents=True, exist_ok=True)
+        # One writer per part file: a predecessor still stopping (a pod terminating, a local child
+        # whose parent died) finishes its last sync before this one reads what it wrote.
+        self._records_fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fcntl.flock(self._records_fd, fcntl.LOCK_EX)
 
         totals = read_summary(output_root, dataset, replica)
         if totals is None or not (
@@ -227,7 +232,6 @@ class PartWriter:
         _recover(self.records_path, totals.records_bytes, totals.add_record)
         _recover(self.skipped_path, totals.skipped_bytes, totals.add_skip)
         self._done = set(totals.rows) | set(totals.skipped_rows)
-        self._records_fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._skipped_fd = os.open(self.skipped_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._dirty = False
         self.durable = OutputTotals()

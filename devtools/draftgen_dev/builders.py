@@ -12,7 +12,10 @@ DatasetGenerationSpec) or the built value:
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from draftgen.api import DatasetGenerationSpec
 from draftgen.observed import JobState
@@ -22,14 +25,14 @@ from draftgen_contracts.states import DatasetState
 
 
 class SpecBuilder:
-    """A DatasetGeneration: one model claim, one SGLang server, no datasets until added (one "a"
-    of 1,000 tokens if none is)."""
+    """A DatasetGeneration: one model claim, one SGLang server, and the datasets added (one "a" of
+    1,000 tokens when none is)."""
 
     def __init__(self, name: str = "x"):
         self._obj: dict[str, Any] = {
             "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": name},
             "spec": {"model": {"claimName": "models", "path": "m"}, "server": {"image": "sglang"},
-                     "datasets": [], "output": {"claimName": "data"}}}
+                     "output": {"claimName": "data"}}}
 
     @property
     def _spec(self) -> dict[str, Any]:
@@ -48,7 +51,7 @@ class SpecBuilder:
         return self
 
     def dataset(self, name: str, budget: int = 1000, path: str | None = None, **fields: Any) -> SpecBuilder:
-        self._spec["datasets"].append({"name": name, "path": path or f"{name}.jsonl", "budgetTokens": budget,
+        self._spec.setdefault("datasets", []).append({"name": name, "path": path or f"{name}.jsonl", "budgetTokens": budget,
                                        **fields})
         return self
 
@@ -63,8 +66,7 @@ class SpecBuilder:
 
     def obj(self) -> dict[str, Any]:
         obj = copy.deepcopy(self._obj)
-        if not obj["spec"]["datasets"]:
-            obj["spec"]["datasets"] = [{"name": "a", "path": "a.jsonl", "budgetTokens": 1000}]
+        obj["spec"].setdefault("datasets", [{"name": "a", "path": "a.jsonl", "budgetTokens": 1000}])
         return obj
 
     def spec(self) -> DatasetGenerationSpec:
@@ -122,3 +124,12 @@ def generation_jobs(name: str, replicas: int, digest: str | None = None, **field
         job_name = names.generation_job_name(name, r)
         jobs[job_name] = JobState(job_name, "generate", digest, **fields)
     return jobs
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def example_manifest(name: str = "quickstart") -> dict[str, Any]:
+    """examples/<name>.yaml's DatasetGeneration, as a user would apply it."""
+    documents = yaml.safe_load_all((EXAMPLES / f"{name}.yaml").read_text())
+    return next(d for d in documents if isinstance(d, dict) and d.get("kind") == names.KIND)

@@ -1,17 +1,18 @@
-from draftgen.observed import JobState
+import pytest
+
 from draftgen.policies.failure_policy import failure_of
+from draftgen_dev.builders import JobBuilder
 
 
-def test_no_failed_job_is_no_failure():
-    assert failure_of([JobState("a-gen-r000", "generate", active=1), JobState("a-merge", "merge", succeeded=True)]) is None
-
-
-def test_a_failed_job_names_stage_and_kubernetes_reason():
-    reason, message = failure_of([JobState("a-gen-r001", "generate", failed=True, failure_reason="PodFailurePolicy",
-                                           failure_message="Container generate exited with 2")])
-    assert reason == "GenerationJobFailed"
-    assert "a-gen-r001" in message and "PodFailurePolicy" in message and "exited with 2" in message
-
-
-def test_a_failed_job_being_deleted_does_not_count():
-    assert failure_of([JobState("a-merge", "merge", failed=True, deleting=True)]) is None
+@pytest.mark.parametrize("jobs, reason, fragments", [
+    ([JobBuilder("a-gen-r000", "generate").active().state(), JobBuilder("a-merge", "merge").succeeded().state()],
+     None, ()),
+    ([JobBuilder("a-gen-r001", "generate").failed("PodFailurePolicy", "Container generate exited with 2").state()],
+     "GenerationJobFailed", ("a-gen-r001", "PodFailurePolicy", "exited with 2")),
+    ([JobBuilder("a-merge", "merge").failed().state()], "MergeJobFailed", ("BackoffLimitExceeded",)),
+    ([JobBuilder("a-merge", "merge").failed().deleting().state()], None, ()),  # being deleted: does not count
+])
+def test_a_failed_job_names_its_stage_and_kubernetes_reason(jobs, reason, fragments):
+    failure = failure_of(jobs)
+    assert (failure and failure[0]) == reason
+    assert all(f in failure[1] for f in fragments)

@@ -1,47 +1,46 @@
-from draftgen.observed import JobState
+import pytest
+
 from draftgen.policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
-
-GEN0 = JobState("x-gen-r000", "generate", config_hash="h1", active=1)
-GEN1 = JobState("x-gen-r001", "generate", config_hash="h1", active=1)
+from draftgen_dev.builders import JobBuilder
 
 
-def test_generation_jobs_go_as_soon_as_generation_is_over():
-    assert jobs_to_delete("Merging", False, [GEN0, GEN1], "h1") == ["x-gen-r000", "x-gen-r001"]
-    assert jobs_to_delete("Generating", False, [GEN0, GEN1], "h1") == []
+def gen(replica: int, digest: str = "h1") -> JobBuilder:
+    return JobBuilder(f"x-gen-r{replica:03d}", "generate").config_hash(digest)
 
 
-def test_stale_config_replaces_generation_jobs():
-    assert jobs_to_delete("Generating", False, [GEN0, GEN1], "h2") == ["x-gen-r000", "x-gen-r001"]
+MERGED = JobBuilder("x-merge", "merge").succeeded().state()
+EXTRACTED = JobBuilder("x-extract", "extract").succeeded().state()
+RUNNING = [gen(0).active().state(), gen(1).active().state()]
 
 
-def test_suspend_deletes_unfinished_jobs_only():
-    merged = JobState("x-merge", "merge", succeeded=True)
-    assert jobs_to_delete("Merging", True, [merged, JobState("x-extract", "extract", active=1)], "h") == ["x-extract"]
+@pytest.mark.parametrize("stage, suspended, jobs, digest, doomed", [
+    ("Merging", False, RUNNING, "h1", ["x-gen-r000", "x-gen-r001"]),  # generation over: the GPUs go at once
+    ("Generating", False, RUNNING, "h1", []),
+    ("Generating", False, RUNNING, "h2", ["x-gen-r000", "x-gen-r001"]),  # a stale config is replaced
+    ("Merging", True, [MERGED, JobBuilder("x-extract", "extract").active().state()], "h", ["x-extract"]),
+    ("Merging", False, [gen(0).deleting().state()], "h1", []),  # already going
+    ("Generating", False, [MERGED, EXTRACTED], "h", ["x-extract", "x-merge"]),  # reopened: later output is stale
+    ("Merging", False, [MERGED, EXTRACTED], "h", ["x-extract"]),
+])
+def test_jobs_to_delete(stage, suspended, jobs, digest, doomed):
+    assert jobs_to_delete(stage, suspended, jobs, digest) == doomed
 
 
-def test_jobs_already_deleting_are_left_alone():
-    assert jobs_to_delete("Merging", False, [JobState("x-gen-r000", "generate", deleting=True)], "h") == []
+@pytest.mark.parametrize("stage, jobs, wanted", [
+    ("Generating", [gen(1).active().state()], [("generate", 0)]),
+    ("Merging", [], [("merge", 0)]),
+    ("Merging", [gen(0).deleting().state()], []),  # the merge waits until the generation pods are gone
+    ("Extracting", [JobBuilder("x-extract", "extract").active().state()], []),
+    ("Done", [], []),
+])
+def test_jobs_to_create(stage, jobs, wanted):
+    assert jobs_to_create("x", stage, 2, jobs) == wanted
 
 
-def test_reopened_generation_discards_merge_and_extract():
-    jobs = [JobState("x-merge", "merge", succeeded=True), JobState("x-extract", "extract", succeeded=True)]
-    assert jobs_to_delete("Generating", False, jobs, "h") == ["x-extract", "x-merge"]
-    assert jobs_to_delete("Merging", False, jobs, "h") == ["x-extract"]
-
-
-def test_create_only_what_the_stage_needs_and_is_missing():
-    assert jobs_to_create("x", "Generating", 2, [GEN1]) == [("generate", 0)]
-    assert jobs_to_create("x", "Merging", 2, []) == [("merge", 0)]
-    assert jobs_to_create("x", "Extracting", 2, [JobState("x-extract", "extract", active=1)]) == []
-    assert jobs_to_create("x", "Done", 2, []) == []
-
-
-def test_merge_waits_until_generation_pods_are_gone():
-    assert jobs_to_create("x", "Merging", 2, [JobState("x-gen-r000", "generate", deleting=True)]) == []
-
-
-def test_generation_finished_needs_every_replica_of_the_current_config():
-    ok = [JobState("x-gen-r000", "generate", "h", succeeded=True), JobState("x-gen-r001", "generate", "h", succeeded=True)]
-    assert generation_jobs_finished(ok, 2, "h")
-    assert not generation_jobs_finished(ok[:1], 2, "h")
-    assert not generation_jobs_finished(ok, 2, "other")
+@pytest.mark.parametrize("jobs, digest, finished", [
+    ([gen(0).succeeded().state(), gen(1).succeeded().state()], "h1", True),
+    ([gen(0).succeeded().state()], "h1", False),  # every replica
+    ([gen(0).succeeded().state(), gen(1).succeeded().state()], "other", False),  # of the current config
+])
+def test_generation_finished_needs_every_replica_of_the_current_config(jobs, digest, finished):
+    assert generation_jobs_finished(jobs, 2, digest) == finished

@@ -8,21 +8,19 @@ Generating, and each call moves at most one stage, so a restarted operator simpl
 
 from __future__ import annotations
 
-from typing import Literal
-
-Stage = Literal["Generating", "Merging", "Extracting", "Done"]
+from draftgen_contracts.states import Stage
 
 
 def next_stage(stage: Stage, *, generation_done: bool, merge_succeeded: bool, extract_succeeded: bool,
                extraction_enabled: bool) -> Stage:
     if not generation_done:
-        return "Generating"
-    if stage == "Generating":
-        return "Merging"
-    if stage == "Merging" and merge_succeeded:
-        return "Extracting" if extraction_enabled else "Done"
-    if stage == "Extracting" and extract_succeeded:
-        return "Done"
-    if stage == "Done" and extraction_enabled and not extract_succeeded:
-        return "Extracting"  # extraction enabled after the fact
-    return stage
+        return Stage.GENERATING
+    if stage == Stage.GENERATING:
+        return Stage.MERGING
+    if stage == Stage.MERGING and merge_succeeded:
+        return Stage.EXTRACTING if extraction_enabled else Stage.DONE
+    if stage == Stage.EXTRACTING and extract_succeeded:
+        return Stage.DONE
+    if stage == Stage.DONE and extraction_enabled and not extract_succeeded:
+        return Stage.EXTRACTING  # extraction enabled after the fact
+    return Stage(stage)

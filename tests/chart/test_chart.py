@@ -14,7 +14,8 @@ from draftgen import api, plan
 from draftgen_contracts import names
 from tests.chart.conftest import CHART, helm, render, service_account_token, set_args, token_kubeconfig, tool
 from tests.conftest import REPO, wait_for
-from tests.operator.conftest import Operator, manifest
+from tests.manifests import manifest
+from tests.operator.conftest import Operator
 
 # What the API server says when RBAC refuses a ServiceAccount (a missing verb, or a Role granting more
 # than its creator holds), and what kopf logs when a watch of its own is refused.

@@ -2,6 +2,7 @@
 
 import json
 import os
+import threading
 
 import pytest
 
@@ -51,6 +52,26 @@ def test_completion_tokens_must_match_output_ids(tmp_path):
         w.append_record(bad)
 
 
+def killed(writer: output.PartWriter) -> None:
+    """What SIGKILL leaves: the descriptors closed by the kernel (the lock with them), nothing synced."""
+    os.close(writer._records_fd)
+    os.close(writer._skipped_fd)
+
+
+def test_a_second_writer_of_the_same_part_waits_for_the_first(tmp_path):
+    first = output.PartWriter(tmp_path, "ds", 0)
+    first.append_record(record(0))
+    opened = []
+    second = threading.Thread(target=lambda: opened.append(output.PartWriter(tmp_path, "ds", 0)))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive() and not opened  # it waits on the lock, reading nothing yet
+    first.close()
+    second.join(10)
+    assert opened and opened[0].is_done(0)  # and then sees everything the first one wrote
+    opened[0].close()
+
+
 def test_torn_tail_is_ignored_by_readers_and_cut_on_resume(tmp_path):
     w = output.PartWriter(tmp_path, "ds", 0)
     w.append_record(record(0))
@@ -61,7 +82,8 @@ def test_torn_tail_is_ignored_by_readers_and_cut_on_resume(tmp_path):
         f.write(b'{"sample_id": "ds/000000002", "row": 2, "outp')  # killed mid-write
     assert [r["row"] for r in output.iter_records(path)] == [0, 1]
 
-    w2 = output.PartWriter(tmp_path, "ds", 0)  # no close of w: as after SIGKILL
+    killed(w)
+    w2 = output.PartWriter(tmp_path, "ds", 0)
     assert w2.is_done(0) and w2.is_done(1) and not w2.is_done(2)
     assert w2.totals.records == 2
     assert path.read_bytes().endswith(b"\n")

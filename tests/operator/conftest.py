@@ -1,9 +1,11 @@
-"""Fixtures for the operator's tests: the CRD installed on the session's control plane, and the
-operator itself running as a real process (started by the test that needs it)."""
+"""Fixtures for the operator's tests: the CRD installed on the session's control plane, the operator
+itself running as a real process, and `run`: one DatasetGeneration with its volumes and an operator."""
 
 from __future__ import annotations
 
+import copy
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,10 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.conftest import REPO, wait_for
+from draftgen_contracts import names
+from draftgen_dev.demo_assets import build_model, write_datasets
+from jobrunner.output import iter_records, record_files
+from tests.conftest import LOGS_ON_FAILURE, REPO, wait_for
 
 CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
 
@@ -44,19 +49,6 @@ def _served(api) -> bool:
         return True
     except client.ApiException:
         return False
-
-
-def manifest(name: str = "demo", **spec_overrides) -> dict:
-    spec = {
-        "model": {"claimName": "models", "path": "tiny"},
-        "server": {"image": "example.invalid/sglang:v0.5.23", "replicas": 2},
-        "datasets": [{"name": "chat", "path": "prompts/chat.jsonl", "budgetTokens": 4000},
-                     {"name": "code", "path": "prompts/code.jsonl", "budgetTokens": 3000}],
-        "output": {"claimName": "data"},
-    }
-    spec.update(spec_overrides)
-    return {"apiVersion": "draftgen.io/v1alpha1", "kind": "DatasetGeneration", "metadata": {"name": name},
-            "spec": spec}
 
 
 class Operator:
@@ -104,3 +96,98 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+
+
+EXAMPLE = yaml.safe_load((REPO / "examples" / "quickstart.yaml").read_text())
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    return build_model(tmp_path_factory.mktemp("models") / "tiny")
+
+
+class Run:
+    """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
+
+    def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
+                 volumes=True, metrics_port=0, liveness_port=0, **spec_overrides):
+        self.cluster, self.namespace, self.name = cluster, namespace, name
+        self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
+                                              client.CoreV1Api(k8s))
+        self.body = copy.deepcopy(EXAMPLE)
+        self.body["metadata"]["name"] = name
+        spec = self.body["spec"]
+        spec["server"]["args"] = [a if a != "100" else "400" for a in spec["server"]["args"]]  # faster tokens
+        spec["extraction"]["enabled"] = extraction
+        for dataset, budget in zip(spec["datasets"], budgets or (3000, 2000, 2000)):
+            dataset["budgetTokens"] = budget
+        spec.update(spec_overrides)
+        self.data = None
+        if volumes:
+            self.make_volumes(tiny_model)
+        self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port,
+                                 liveness_port=liveness_port).start(namespace)
+
+    def make_volumes(self, tiny_model, claims=("models", "data")):
+        if "models" in claims:
+            shutil.copytree(tiny_model, self.cluster.create_local_volume(self.namespace, "models") / "tiny")
+        if "data" in claims:
+            self.data = self.cluster.create_local_volume(self.namespace, "data")
+            write_datasets(self.data / "prompts", rows_per_dataset=200)
+
+    def apply(self):
+        return self.custom.create_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.body)
+
+    def get(self) -> dict:
+        return self.custom.get_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.name)
+
+    def status(self) -> dict:
+        return self.get().get("status") or {}
+
+    def patch_spec(self, change):
+        obj = self.get()
+        change(obj["spec"])
+        self.custom.replace_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.name, obj)
+
+    def wait_phase(self, *phases, timeout_s=180):
+        def reached():
+            self.operator.check_alive()
+            return self.status().get("phase") in phases
+        wait_for(reached, timeout_s, f"phase {phases} (now {self.status().get('phase')})", self.cluster, interval_s=0.5)
+        return self.status()
+
+    def jobs(self) -> dict[str, client.V1Job]:
+        return {j.metadata.name: j for j in self.batch.list_namespaced_job(
+            self.namespace, label_selector=f"{names.LABEL_NAME}={self.name}").items}
+
+    def pods(self, component="generate"):
+        return self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"{names.LABEL_NAME}={self.name},{names.LABEL_COMPONENT}={component}").items
+
+    def records(self) -> list[dict]:
+        root = self.data / self.name
+        return [r for f in record_files(str(root)) for r in iter_records(f)]
+
+    def events(self) -> list[str]:
+        return [e.reason for e in self.core.list_namespaced_event(
+            self.namespace, field_selector=f"involvedObject.name={self.name}").items]
+
+    def stop(self):
+        self.operator.stop()
+
+
+@pytest.fixture
+def run(cluster, k8s, crd, namespace, tiny_model, tmp_path, request):
+    runs = []
+
+    def make(**kwargs) -> Run:
+        r = Run(cluster, k8s, namespace, tiny_model, tmp_path, **kwargs)
+        runs.append(r)
+        return r
+
+    yield make
+    for r in runs:
+        r.stop()
+        if request.node.rep_call.failed:  # kept beside the control plane's logs
+            LOGS_ON_FAILURE.mkdir(exist_ok=True)
+            shutil.copy(r.operator.log, LOGS_ON_FAILURE / f"{request.node.name}-operator.log")

@@ -10,7 +10,7 @@ from kubernetes import client
 from draftgen import api, plan
 from draftgen_contracts import names
 from tests.chart.conftest import service_account_token, token_client
-from tests.operator.conftest import manifest
+from tests.manifests import manifest
 
 SPEC = api.DatasetGenerationSpec.model_validate(manifest()["spec"])  # two replicas: two reports each
 

@@ -1,0 +1,89 @@
+"""The rules a DatasetGeneration must keep beyond its field types: one table, read twice.
+
+The API server enforces them at admission, as the CEL rules `draftgen crd` writes into the CRD;
+`draftgen run` enforces them before it starts anything, as the Python predicate beside each rule.
+Both say the same message naming the same field, and tests/local_run/test_admission_rules.py runs
+one table of invalid manifests against both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from draftgen import api
+from draftgen_contracts import names
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
+
+# A Kubernetes quantity (k8s.io/apimachinery pkg/api/resource quantity.go): a signed decimal
+# number, then a binary or decimal SI suffix or an exponent.
+QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+DEFAULT_CLASS_NAMES = [c.name for c in DEFAULT_PROMPT_CLASSES]
+
+
+@dataclass(frozen=True)
+class Rule:
+    field_path: str  # where the API server reports it, from the spec (".server.gpusPerReplica")
+    message: str
+    cel: str
+    holds: Callable[[api.DatasetGenerationSpec], bool]
+
+    def cel_rule(self) -> dict:
+        return api.cel(self.cel, self.message, field_path=self.field_path)
+
+
+def _class_names(spec: api.DatasetGenerationSpec) -> list[str]:
+    return [c.name for c in spec.prompt_classes]
+
+
+SPEC_RULES = [
+    Rule(".server.gpusPerReplica", "server.gpusPerReplica must be a multiple of server.tensorParallelSize",
+         "self.server.gpusPerReplica % self.server.tensorParallelSize == 0",
+         lambda s: s.server.gpus_per_replica % s.server.tensor_parallel_size == 0),
+    Rule(".server.shmSize", "server.shmSize must be a Kubernetes quantity such as 64Gi",
+         "!has(self.server.shmSize) || isQuantity(self.server.shmSize)",
+         lambda s: bool(QUANTITY.match(s.server.shm_size))),
+    Rule(".promptClasses", "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)",
+         "!has(self.promptClasses) || self.promptClasses.filter(c, !has(c.maxPromptTokens)).size() == 1",
+         lambda s: sum(c.max_prompt_tokens is None for c in s.prompt_classes) == 1),
+    Rule(".datasets", "datasets[].promptClass must name one of promptClasses",
+         "self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
+         f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))",
+         lambda s: all(d.prompt_class is None or d.prompt_class in _class_names(s) for d in s.datasets)),
+    Rule(".extraction.layers", "extraction.layers must be >= 0",
+         "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
+         lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),
+]
+
+NAME_RULE = api.cel(f"self.metadata.name.size() <= {names.MAX_NAME_LENGTH}",
+                    f"metadata.name must be at most {names.MAX_NAME_LENGTH} characters so every child object's name "
+                    "(Jobs, pods, ServiceAccount, reports) stays valid")
+
+
+def name_problem(name: object) -> str | None:
+    """What the API server says of a metadata.name: a DNS subdomain, and our length limit."""
+    if not isinstance(name, str) or not names.NAME_PATTERN.match(name):
+        return f"metadata.name: {name!r} must be a lowercase DNS name"
+    if len(name) > names.MAX_NAME_LENGTH:
+        return f"metadata.name: {NAME_RULE['message']}"
+    return None
+
+
+def duplicate_keys(field: str, keys: list[str]) -> list[str]:
+    """A list-map's repeated keys, as the API server names them (the CRD's x-kubernetes-list-map-keys
+    make it refuse them, before any CEL rule runs)."""
+    return [f"spec.{field}[{i}]: Duplicate value: {{\"name\":{key!r}}}" for i, key in enumerate(keys)
+            if key in keys[:i]]
+
+
+def spec_problems(spec: api.DatasetGenerationSpec) -> list[str]:
+    """Every rule the spec breaks, as "spec<field>: <message>"."""
+    duplicates = [*duplicate_keys("datasets", [d.name for d in spec.datasets]),
+                  *duplicate_keys("promptClasses", _class_names(spec))]
+    return duplicates or [f"spec{rule.field_path}: {rule.message}" for rule in SPEC_RULES if not rule.holds(spec)]
+
+
+def cel_rules() -> list[dict]:
+    """The spec's x-kubernetes-validations."""
+    return [rule.cel_rule() for rule in SPEC_RULES]

@@ -1,0 +1,271 @@
+"""observe -> decide -> apply on this machine, until the DatasetGeneration has Succeeded or Failed.
+
+The loop is the operator's reconcile (draftgen.reconcile.decide) with local hands: the world it
+observes is the LocalJobs' states, the replicas' progress files and the status kept in state.json;
+applying a decision starts or stops processes. RBAC objects and ConfigMaps have nothing to stand
+for here (the generate config is written beside the process that reads it), so they are only
+recorded as existing.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from draftgen import api, plan
+from draftgen.observed import World
+from draftgen.policies.failure_policy import STAGE_REASONS
+from draftgen.reconcile import Decision, decide
+from draftgen_contracts import exit_codes, names
+from draftgen_contracts.states import Component, Phase, Stage
+from draftgen_contracts.timestamps import utc_now_iso
+from jobrunner.config import parse_config
+from jobrunner.coordination import FileCoordinator
+from jobrunner.output import record_files
+
+from .local_job import LocalJob, log_tail
+from .paths import JOBRUNNER, extract_placement, local_argv, local_path, pod_mounts
+from .progress_view import ProgressView
+from .server import GenerationServer, ServerFailed
+from .spec_file import local_spec
+from .state import STATE_FILE, RunState, load_state, next_generation, save_state, spec_digest
+
+NAMESPACE = "local"  # the reconcile's namespace: here it only names the generate config's coordination
+TICK_S = 1.0  # generate publishes its progress this often: the loop's pace when nothing else happens
+POLL_S = 0.05
+PROGRESS_INTERVAL_S = 1.0
+COMPONENT_OF_REASON = {reason: component for component, reason in STAGE_REASONS.items()}
+PIPELINE = (Component.GENERATE, Component.MERGE, Component.EXTRACT)
+
+
+class Interrupted(RuntimeError):
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class RunRefused(RuntimeError):
+    """The run cannot start here (its output holds another run's replicas, a checkpoint is missing)."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(message)
+        self.stage = stage
+
+
+class LocalExecutor:
+    def __init__(self, name: str, spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path, *,
+                 server_url: str | None = None, extract_device: str = "cpu", out=None, err=None):
+        self.name = name
+        self.requested_replicas = spec.server.replicas
+        self.spec = local_spec(spec)
+        self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
+        self.out, self.err = out or sys.stdout, err or sys.stderr
+        self.output_root = Path(local_path(plan.output_root(name, spec), self.mounts))
+        self.run_dir = self.output_root / "local-run"  # the state, the generate config, the children's logs
+        self.extract_device = extract_device
+        # The server's URL is known only once it runs: generate gets it as --server-url, as in the pods.
+        self.generate_config = plan.generate_config(
+            self.spec, server_url=server_url or f"http://127.0.0.1:{spec.server.port}",
+            output_root=str(self.output_root), tokenizer_path=local_path(spec.model.tokenizer_path(), self.mounts),
+            dataset_paths={d.name: local_path(plan.dataset_path(spec, d), self.mounts) for d in spec.datasets},
+            coordination={"kind": "file"}, run_id=name, progress_interval_s=PROGRESS_INTERVAL_S)
+        self.coordination_dir = parse_config(self.generate_config, "the generate config").coordination_directory()
+        self.coordination: FileCoordinator | None = None  # made (with its folder) once the run may start
+        self.server = GenerationServer(self.spec, local_path(spec.model.checkpoint_path(), self.mounts),
+                                       self.run_dir / "simulator.log", server_url, self.say)
+        self.jobs: dict[str, LocalJob] = {}
+        self.existing: set[tuple[str, str]] = set()
+        self.state = RunState()
+        self.started: set[str] = set()  # components whose Jobs this run started
+        self.interrupted: int | None = None
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    # ---- before anything starts --------------------------------------------------------------
+
+    def check_output(self) -> None:
+        """This machine runs replica 0 of 1: another run's replicas' rows would be generated again."""
+        found = (names.replica_of_part_file(p.name) for p in record_files(self.output_root))
+        others = sorted({r for r in found if r})
+        if others:
+            raise RunRefused("generate", f"{self.output_root} holds the output of replicas {others} of a run with "
+                                         "more replicas; this machine runs replica 0 of 1 and would generate their "
+                                         "rows again: use another output.path")
+
+    def check_checkpoint(self) -> None:
+        """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""
+        model = Path(local_path(self.spec.model.checkpoint_path(), self.mounts))
+        if self.spec.extraction.enabled and not model.is_dir():
+            raise RunRefused("extract", f"the model checkpoint {model} is not a directory "
+                                        "(spec.model.path under --model-dir)")
+
+    # ---- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.check_output()
+        self.check_checkpoint()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.coordination = FileCoordinator(self.coordination_dir, 0)
+        previous = load_state(self.run_dir / STATE_FILE)
+        digest = spec_digest(self.spec)
+        self.state = RunState(next_generation(previous, digest), digest, previous.status, previous.completed_jobs)
+        if self.requested_replicas != 1:
+            self.say(f"generate: server.replicas={self.requested_replicas} is ignored locally: "
+                     "one generate process (replica 0 of 1) against one server")
+        try:
+            with ProgressView(self.out, tty=self.out.isatty()) as view:
+                status = self.reconcile_until_done(view)
+        finally:
+            self.stop_everything()
+            save_state(self.run_dir / STATE_FILE, self.state)
+        return self.finish(status)
+
+    def reconcile_until_done(self, view: ProgressView) -> api.DatasetGenerationStatus:
+        while True:
+            if self.interrupted:
+                raise Interrupted(self.interrupted)
+            decision = decide(self.name, NAMESPACE, self.state.generation, self.spec, self.state.status,
+                              self.observe(), plan.OperatorSettings(), utc_now_iso())
+            self.apply(decision)
+            self.show(view, decision.status)
+            self.state.status = decision.status
+            save_state(self.run_dir / STATE_FILE, self.state)
+            if decision.status.phase in (Phase.SUCCEEDED, Phase.FAILED):
+                return decision.status
+            if not (decision.create or decision.delete_jobs):
+                self.wait_for_news()
+
+    def observe(self) -> World:
+        self.fail_generation_if_the_server_died()
+        for job in self.jobs.values():
+            job.poll()
+        for name, job in list(self.jobs.items()):
+            if job.gone():
+                del self.jobs[name]
+            elif job.outcome == "succeeded":
+                self.state.completed_jobs[name] = job.state()
+                del self.jobs[name]
+        jobs = {**self.state.completed_jobs, **{n: j.state() for n, j in self.jobs.items()}}
+        return World(jobs=jobs, reports=self.coordination.all_progress(), existing=frozenset(self.existing))
+
+    def fail_generation_if_the_server_died(self) -> None:
+        try:
+            self.server.raise_if_died()
+        except ServerFailed as e:
+            for job in self.jobs.values():
+                if job.component == Component.GENERATE and job.outcome == "running":
+                    job.fail("ServerFailed", str(e))
+
+    def wait_for_news(self) -> None:
+        """Until a child exits, a signal comes, or a tick passes (the next progress report)."""
+        deadline = time.monotonic() + TICK_S
+        while time.monotonic() < deadline and not self.interrupted:
+            if any(j.proc is not None and not j.running() and j.outcome == "running" for j in self.jobs.values()):
+                return
+            time.sleep(POLL_S)
+
+    # ---- applying a decision -------------------------------------------------------------------
+
+    def apply(self, decision: Decision) -> None:
+        for name in decision.delete_jobs:
+            if name in self.jobs:
+                self.jobs[name].delete()
+            self.state.completed_jobs.pop(name, None)
+        for obj in decision.create:
+            if obj["kind"] == "Job":
+                self.create_job(obj)
+            else:
+                self.existing.add((obj["kind"], obj["metadata"]["name"]))
+        for event_type, reason, message in decision.events:
+            self.say(f"event {event_type} {reason}: {message}")
+        if not any(j.component == Component.GENERATE for j in self.jobs.values()):
+            self.server.stop()
+
+    def create_job(self, obj: dict) -> None:
+        meta = obj["metadata"]
+        name, component = meta["name"], meta["labels"][names.LABEL_COMPONENT]
+        log = self.run_dir / f"{component}.log"
+        job = LocalJob(name, component, (meta.get("annotations") or {}).get(names.CONFIG_HASH_ANNOTATION), [], log,
+                       self.say)
+        self.jobs[name] = job
+        self.started.add(component)
+        try:
+            job.argv = self.command_of(component)
+        except ServerFailed as e:
+            job.fail("ServerFailed", str(e))
+            return
+        self.say(f"{component}: started, log {log}")
+        job.start()
+
+    def command_of(self, component: str) -> list[str]:
+        """The Job's command line here: the plan's, with local paths."""
+        if component == Component.GENERATE:
+            config = self.run_dir / "generate.yaml"
+            config.write_text(yaml.safe_dump(self.generate_config, sort_keys=False))
+            url = self.server.start()
+            self.say(f"generate: {url}, output {self.output_root}")
+            return [*JOBRUNNER, *plan.generate_command(str(config), 0, url)[1:]]
+        if component == Component.MERGE:
+            return local_argv(plan.merge_command(self.name, self.spec), self.mounts)
+        placement = extract_placement(self.extract_device)
+        return local_argv(plan.extract_command(self.name, self.spec, placement=placement), self.mounts)
+
+    # ---- what the user sees ------------------------------------------------------------------
+
+    def show(self, view: ProgressView, status: api.DatasetGenerationStatus) -> None:
+        before = self.state.status
+        generating = status.stage in (None, Stage.GENERATING)
+        if generating or before.stage in (None, Stage.GENERATING):
+            view.show(status.datasets, final=not generating)
+        if status.phase != before.phase:
+            ready = next((c for c in status.conditions if c.type == "Ready"), None)
+            detail = f" ({ready.reason}): {ready.message}" if ready else ""
+            self.say(f"phase {status.phase}{detail}")
+
+    def finish(self, status: api.DatasetGenerationStatus) -> int:
+        if status.phase == Phase.SUCCEEDED:
+            for component in PIPELINE:
+                if component not in self.started and (component != Component.EXTRACT or self.spec.extraction.enabled):
+                    self.say(f"{component}: done already (stored output), skipped")
+            return self.report()
+        failed = next(c for c in status.conditions if c.type == "Failed")
+        component = COMPONENT_OF_REASON.get(failed.reason, "generate")
+        log = self.run_dir / f"{component}.log"
+        print(f"draftgen run: {component} failed: {failed.message}\nthe end of {log}:\n{log_tail(log)}",
+              file=self.err, flush=True)
+        bad_config = any(j.failure_reason == "PodFailurePolicy" for j in self.jobs.values())
+        return exit_codes.BAD_CONFIG if bad_config else exit_codes.FAILED
+
+    def report(self) -> int:
+        argv = [*JOBRUNNER, "report", "--output-root", str(self.output_root),
+                "--png-dir", str(self.output_root / "report")]
+        code = subprocess.call(argv, stdin=subprocess.DEVNULL)
+        if code != exit_codes.OK:
+            print(f"draftgen run: report failed: exit {code} (its output is above)", file=self.err)
+            return exit_codes.FAILED
+        return exit_codes.OK
+
+    # ---- stopping ------------------------------------------------------------------------------
+
+    def on_signal(self, signum: int, _frame) -> None:
+        """First signal: SIGTERM to every running child, which stops cleanly; a second one kills them."""
+        if self.interrupted is None:
+            self.interrupted = signum
+            for job in self.jobs.values():
+                job.terminate()
+        else:
+            for job in self.jobs.values():
+                job.kill()
+
+    def stop_everything(self) -> None:
+        for job in self.jobs.values():
+            job.terminate()
+        for job in self.jobs.values():
+            job.wait()
+        self.server.stop()

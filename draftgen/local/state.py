@@ -1,0 +1,65 @@
+"""What a rerun of `draftgen run` continues from: the status and the Jobs that completed.
+
+In a cluster the API server keeps both (the object's status, the completed Jobs); here they are
+one JSON file under the output root, written atomically after every change. A Job that was still
+running when the run stopped is not kept: the next run creates it again, as a Job controller
+replaces a lost pod, and it resumes from the stored output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
+from draftgen.observed import JobState
+from jobrunner.atomic import write_json_atomically
+
+STATE_FILE = "state.json"
+
+
+@dataclass
+class RunState:
+    generation: int = 0  # as metadata.generation: the spec's version this status observed
+    spec_digest: str = ""
+    status: DatasetGenerationStatus = field(default_factory=DatasetGenerationStatus)
+    completed_jobs: dict[str, JobState] = field(default_factory=dict)
+
+
+def spec_digest(spec: DatasetGenerationSpec) -> str:
+    return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
+
+
+def next_generation(previous: RunState, digest: str) -> int:
+    """The generation this run observes: a new one when the spec changed, and when the last run
+    failed (running again after a failure is re-applying the object: the failure is not sticky)."""
+    if previous.generation and previous.spec_digest == digest and previous.status.phase != "Failed":
+        return previous.generation
+    return previous.generation + 1
+
+
+def load_state(path: Path) -> RunState:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return RunState()
+    return RunState(generation=int(data.get("generation", 0)), spec_digest=str(data.get("spec_digest", "")),
+                    status=DatasetGenerationStatus.model_validate(data.get("status") or {}),
+                    completed_jobs={n: JobState(**j) for n, j in (data.get("completed_jobs") or {}).items()})
+
+
+def save_state(path: Path, state: RunState) -> None:
+    """Write the state when it changed (as the operator patches a status only when it changed)."""
+    data = {"generation": state.generation, "spec_digest": state.spec_digest,
+            "status": state.status.model_dump(by_alias=True, mode="json"),
+            "completed_jobs": {n: dataclasses.asdict(j) for n, j in state.completed_jobs.items()}}
+    try:
+        if json.loads(path.read_text()) == data:
+            return
+    except (OSError, ValueError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomically(path, data)

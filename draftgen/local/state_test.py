@@ -1,0 +1,24 @@
+from draftgen.api import DatasetGenerationStatus
+from draftgen.local.state import RunState, load_state, next_generation, save_state
+from draftgen_dev.builders import JobBuilder
+
+
+def test_the_state_survives_a_round_trip(tmp_path):
+    state = RunState(3, "abc", DatasetGenerationStatus(phase="Merging", stage="Merging"),
+                     {"x-merge": JobBuilder("x-merge", "merge").config_hash("h").succeeded().state()})
+    save_state(tmp_path / "state.json", state)
+    assert load_state(tmp_path / "state.json") == state
+
+
+def test_no_state_or_an_unreadable_one_starts_afresh(tmp_path):
+    assert load_state(tmp_path / "none.json") == RunState()
+    (tmp_path / "bad.json").write_text("{not json")
+    assert load_state(tmp_path / "bad.json") == RunState()
+
+
+def test_a_rerun_observes_a_new_generation_only_when_the_spec_changed_or_the_run_failed():
+    done = RunState(2, "abc", DatasetGenerationStatus(phase="Succeeded"))
+    assert next_generation(RunState(), "abc") == 1
+    assert next_generation(done, "abc") == 2
+    assert next_generation(done, "def") == 3
+    assert next_generation(RunState(2, "abc", DatasetGenerationStatus(phase="Failed")), "abc") == 3

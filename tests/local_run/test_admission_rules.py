@@ -1,0 +1,21 @@
+"""`draftgen run` refuses what the API server refuses at admission, naming the same field, before it
+starts anything (the same table as tests/operator/test_admission.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from draftgen import cli
+from tests.manifests import INVALID
+
+from .conftest import write_spec
+
+
+@pytest.mark.parametrize("case", list(INVALID))
+def test_invalid_manifest_is_refused_naming_the_field_and_nothing_starts(tmp_path, capsys, case):
+    body, field = INVALID[case]
+    spec = write_spec(tmp_path / "spec.yaml", body)
+    assert cli.main(["run", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert field in err, err
+    assert list(tmp_path.iterdir()) == [spec]

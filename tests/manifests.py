@@ -1,0 +1,73 @@
+"""A valid manifest to start from, and the manifests admission refuses, each with the field its message
+names: one table both executors are held to (the API server in tests/operator/test_admission.py,
+`draftgen run` in tests/local_run/test_admission_rules.py)."""
+
+from __future__ import annotations
+
+from draftgen_dev.builders import SpecBuilder
+
+
+def manifest(name: str = "demo", **spec_overrides) -> dict:
+    """A valid DatasetGeneration of two datasets on two replicas."""
+    return (SpecBuilder(name).replicas(2).server(image="example.invalid/sglang:v0.5.23").model(path="tiny")
+            .dataset("chat", 4000, "prompts/chat.jsonl").dataset("code", 3000, "prompts/code.jsonl")
+            .set(**spec_overrides).obj())
+
+
+def with_dataset(**fields):
+    m = manifest()
+    m["spec"]["datasets"][0].update(fields)
+    return m
+
+
+def with_server(**fields):
+    m = manifest()
+    m["spec"]["server"].update(fields)
+    return m
+
+
+def without(path):
+    m = manifest()
+    *parents, last = path.split(".")
+    node = m
+    for p in parents:
+        node = node[p]
+    del node[last]
+    return m
+
+
+def long_name():
+    m = manifest()
+    m["metadata"]["name"] = "a" * 46
+    return m
+
+
+INVALID = {
+    "zero budget": (with_dataset(budgetTokens=0), "spec.datasets[0].budgetTokens"),
+    "negative budget": (with_dataset(budgetTokens=-5), "spec.datasets[0].budgetTokens"),
+    "duplicate dataset names": (manifest(datasets=[{"name": "a", "path": "x", "budgetTokens": 1},
+                                                   {"name": "a", "path": "y", "budgetTokens": 1}]),
+                                "spec.datasets[1]"),
+    "tp does not divide gpus": (with_server(gpusPerReplica=8, tensorParallelSize=3), "spec.server.gpusPerReplica"),
+    "name too long for children": (long_name(), "metadata.name must be at most 45"),
+    "misspelt sampling key": (with_dataset(samplingParams={"max_tokens": 100}), "spec.datasets[0].samplingParams.max_tokens"),
+    "seed instead of sampling_seed": (with_dataset(samplingParams={"seed": 1}), "spec.datasets[0].samplingParams.seed"),
+    "temperature as a string": (with_dataset(samplingParams={"temperature": "0.7"}),
+                                "spec.datasets[0].samplingParams.temperature"),
+    "top_p over 1": (with_dataset(samplingParams={"top_p": 1.5}), "spec.datasets[0].samplingParams.top_p"),
+    "no server image": (without("spec.server.image"), "spec.server.image"),
+    "zero replicas": (with_server(replicas=0), "spec.server.replicas"),
+    "dataset name not a DNS label": (with_dataset(name="Chat_Set"), "spec.datasets[0].name"),
+    "unknown format": (with_dataset(format="csv"), "spec.datasets[0].format"),
+    "shm size not a quantity": (with_server(shmSize="lots"), "spec.server.shmSize"),
+    "prompt class that does not exist": (with_dataset(promptClass="huge"), "spec.datasets"),
+    "two catch-all prompt classes": (manifest(promptClasses=[{"name": "a", "concurrency": 1, "maxNewTokens": 1},
+                                                             {"name": "b", "concurrency": 1, "maxNewTokens": 1}]),
+                                     "spec.promptClasses"),
+    "eval fraction of 1.5": (manifest(merge={"evalFraction": 1.5}), "spec.merge.evalFraction"),
+    "no datasets": (manifest(datasets=[]), "spec.datasets"),
+    "fp8 dtype": (manifest(extraction={"dtype": "fp8"}), "spec.extraction.dtype"),
+    "no output volume": (without("spec.output"), "spec.output"),
+    "zero sample cap": (with_dataset(sampleCap=0), "spec.datasets[0].sampleCap"),
+    "unknown spec field": (manifest(budget=5), "spec.budget"),
+}

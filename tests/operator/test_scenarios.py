@@ -1,0 +1,57 @@
+"""The shared scenarios (tests/scenarios.py) with the operator as the executor, on the real control
+plane, the real `jobrunner generate` in the generation pods and the simulator as their sidecar."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import wait_for
+from tests.scenarios import SCENARIOS, play
+
+
+class ClusterDriver:
+    def __init__(self, make_run):
+        self.make_run = make_run
+        self.r = None
+        self.job_uids: set[str] = set()
+
+    def apply(self, spec_change=None) -> None:
+        if self.r is None:
+            self.r = self.make_run()
+            if spec_change is not None:
+                spec_change(self.r.body["spec"])
+            self.r.apply()
+        else:
+            self.r.patch_spec(spec_change)
+
+    def wait_for_tokens(self) -> None:
+        wait_for(lambda: self.r.status().get("tokens", 0) > 0, 120, "tokens in status", self.r.cluster)
+
+    def restart_controller(self) -> None:
+        self.job_uids = {j.metadata.uid for j in self.r.jobs().values()}
+        self.r.operator.kill()
+        self.r.operator.start(self.r.namespace)
+
+    def wait_done(self) -> dict:
+        def observed_and_done():
+            obj = self.r.get()
+            status = obj.get("status") or {}
+            return (status.get("observedGeneration") == obj["metadata"]["generation"]
+                    and status.get("phase") in ("Succeeded", "Failed"))
+        wait_for(observed_and_done, 240, "the phase Succeeded or Failed", self.r.cluster, interval_s=0.5)
+        return self.r.status()
+
+    def events(self) -> list[str]:
+        return self.r.events()
+
+    def records(self) -> list[dict]:
+        return self.r.records()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario(scenario, run):
+    driver = ClusterDriver(run)
+    play(scenario, driver)
+    if scenario.restart:  # the restarted operator adopted the Jobs it found instead of creating them again
+        log = driver.r.operator.log.read_text()
+        assert all(log.count(f"created Job {driver.r.namespace}/{name}") == 1 for name in driver.r.jobs())
