@@ -27,7 +27,7 @@ from pathlib import Path
 from draftgen_dev.sim_process import SimulatorProcess
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
-from jobrunner.generate import Engine
+from jobrunner.generate.engine import Engine
 from jobrunner.sglang.client import SGLangClient
 
 WASTE_GOAL = 0.01

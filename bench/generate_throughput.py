@@ -29,7 +29,7 @@ from draftgen_dev.sim_process import SimulatorProcess
 from draftgen_dev.tiny_model import build_tiny_tokenizer
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
-from jobrunner.generate import Engine
+from jobrunner.generate.engine import Engine
 from jobrunner.prompts import load_tokenizer
 from jobrunner.sglang.client import SGLangClient
 

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "generate": ("jobrunner.generate_cli", "generate responses through SGLang /generate within token budgets"),
+    "generate": ("jobrunner.generate.cli", "generate responses through SGLang /generate within token budgets"),
     "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
     "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
     "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),

@@ -53,56 +53,28 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     manifest = corpus.read_manifest(corpus_dir)
     num_layers, hidden = model_dims(model_path)
     layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(num_layers)
-    plan.check_aux_layers(layers, num_layers)
-    if too_long not in plan.TOO_LONG_POLICIES:
-        raise ValueError(f"too-long policy {too_long!r}: expected one of {plan.TOO_LONG_POLICIES}")
-    if final_state not in FINAL_STATES:
-        raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
-    if max_len is not None and max_len > max_batch_tokens:
-        raise ValueError(f"max_len {max_len} exceeds max_batch_tokens {max_batch_tokens}: a sample must fit a batch")
-
+    check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    estimate = plan.size_estimate(corpus_tokens(manifest, splits), hidden, len(layers), dtype)
-    estimate.update(splits=splits, aux_layers=layers, note="upper bound when --max-len truncates or skips")
-    write_json_atomically(out_dir / ESTIMATE_NAME, estimate)
-    free = shutil.disk_usage(out_dir).free
-    log(f"extract: {estimate['tokens']} tokens x {estimate['bytes_per_token']} B/token = "
-        f"{human_bytes(estimate['bytes'])} (free on {out_dir}: {human_bytes(free)})")
-    if estimate["bytes"] > free:
-        log("extract: WARNING: the estimate exceeds the free space; the run will stop when the disk is full")
-
-    run = {"model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
-           "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
-           "max_len": max_len, "too_long": too_long}
-    store = ShardStore(out_dir, run)
+    estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, log)
+    store = ShardStore(out_dir, {
+        "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
+        "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
+        "max_len": max_len, "too_long": too_long})
     if store.samples:
         log(f"extract: resuming: {len(store.samples)} samples already in {len(store.shards)} shards")
     backend: Backend = (make_backend or _transformers_backend)(model_path, layers, final_state, dtype)
     shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])
-
     skipped: dict[str, int] = {}
     done_now = 0
     last_index = time.monotonic()
     records = (r for split in splits for r in corpus.iter_corpus(corpus_dir, split))
     for window in plan.windows(records, sort_window):
-        kept = []
-        for r in window:
-            action, value = plan.length_action(len(r["input_ids"]), r["prompt_len"], max_len, too_long)
-            if action == "skip":
-                skipped[value] = skipped.get(value, 0) + 1
-            else:
-                kept.append((r["sample_id"], r["input_ids"][:value], r["loss_mask"][:value]))
+        kept = kept_samples(window, max_len, too_long, skipped)
         for batch in plan.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
-            todo = [kept[i] for i in batch if not store.is_done(kept[i][0])]
-            if not todo:
-                continue
-            for (sid, ids, mask), states in zip(todo, backend.extract([ids for _, ids, _ in todo])):
-                store.add(sid, ids, mask, states)
-            done_now += len(todo)
+            done_now += extract_batch(store, backend, [kept[i] for i in batch])
             if store.buffered_tokens >= shard_tokens:
                 store.flush()
-                if time.monotonic() - last_index > INDEX_EVERY_S:
+                if time.monotonic() - last_index > INDEX_EVERY_S:  # progress a reader can see, now and then
                     store.write_index({"complete": False, "skipped": skipped})
                     last_index = time.monotonic()
                     log(f"extract: {len(store.samples)} samples in {len(store.shards)} shards")
@@ -111,6 +83,54 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
         f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
     return index
+
+
+def check_settings(layers: list[int], num_layers: int, final_state: str, max_len: int | None, too_long: str,
+                   max_batch_tokens: int) -> None:
+    plan.check_aux_layers(layers, num_layers)
+    if too_long not in plan.TOO_LONG_POLICIES:
+        raise ValueError(f"too-long policy {too_long!r}: expected one of {plan.TOO_LONG_POLICIES}")
+    if final_state not in FINAL_STATES:
+        raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
+    if max_len is not None and max_len > max_batch_tokens:
+        raise ValueError(f"max_len {max_len} exceeds max_batch_tokens {max_batch_tokens}: a sample must fit a batch")
+
+
+def write_estimate(out_dir: Path, tokens: int, hidden: int, layers: list[int], dtype: str, splits: list[str],
+                   log) -> dict:
+    """The bytes the states will take, written and said before any weight is loaded."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    estimate = plan.size_estimate(tokens, hidden, len(layers), dtype)
+    estimate.update(splits=splits, aux_layers=layers, note="upper bound when --max-len truncates or skips")
+    write_json_atomically(out_dir / ESTIMATE_NAME, estimate)
+    free = shutil.disk_usage(out_dir).free
+    log(f"extract: {estimate['tokens']} tokens x {estimate['bytes_per_token']} B/token = "
+        f"{human_bytes(estimate['bytes'])} (free on {out_dir}: {human_bytes(free)})")
+    if estimate["bytes"] > free:
+        log("extract: WARNING: the estimate exceeds the free space; the run will stop when the disk is full")
+    return estimate
+
+
+def kept_samples(window: list[dict], max_len: int | None, too_long: str,
+                 skipped: dict[str, int]) -> list[tuple[str, list[int], list[int]]]:
+    """(sample id, ids, loss mask) of the window's samples, cut to max_len; the skipped ones counted."""
+    kept = []
+    for r in window:
+        action, value = plan.length_action(len(r["input_ids"]), r["prompt_len"], max_len, too_long)
+        if action == "skip":
+            skipped[value] = skipped.get(value, 0) + 1
+        else:
+            kept.append((r["sample_id"], r["input_ids"][:value], r["loss_mask"][:value]))
+    return kept
+
+
+def extract_batch(store: ShardStore, backend: Backend, batch: list[tuple[str, list[int], list[int]]]) -> int:
+    """One forward pass over the batch's samples not stored yet; returns how many were stored."""
+    todo = [sample for sample in batch if not store.is_done(sample[0])]
+    if todo:
+        for (sid, ids, mask), states in zip(todo, backend.extract([ids for _, ids, _ in todo])):
+            store.add(sid, ids, mask, states)
+    return len(todo)
 
 
 def _transformers_backend(model_path, layers, final_state, dtype, device="cpu", device_map=None):

@@ -170,6 +170,15 @@ class DatasetTally:
         self.response_lengths: Counter = Counter()
         self.total_lengths: Counter = Counter()
 
+    def add_sample(self, prompt_len: int, response_len: int, truncated: bool, finish_reason: str) -> None:
+        self.samples += 1
+        self.tokens += prompt_len + response_len
+        self.truncated_in_corpus += truncated
+        self.finish_reasons[finish_reason] += 1
+        self.prompt_lengths[prompt_len] += 1
+        self.response_lengths[response_len] += 1
+        self.total_lengths[prompt_len + response_len] += 1
+
     def to_json(self) -> dict:
         return {
             "input_records": self.input_records, "skipped_by_reason": dict(sorted(self.skipped.items())),
@@ -253,22 +262,41 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         raise FileNotFoundError(f"no generation output under {output_root}/generate/ (nothing to merge)")
     input_bytes = sum(p.stat().st_size for p in files)
     buckets = buckets_needed(input_bytes, settings.memory_limit_mb)
-    corpus_dir.mkdir(parents=True, exist_ok=True)
-    work = corpus_dir / ".merge-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    work = fresh_work_dir(corpus_dir)
     log(f"merge: {len(files)} files, {input_bytes / 1e6:.1f} MB, {buckets} buckets "
         f"(memory limit {settings.memory_limit_mb} MB)")
-
     tallies: dict[str, DatasetTally] = {}
     bucket_paths = [work / f"bucket-{b:04d}" for b in range(buckets)]
+    inputs = partition_into(bucket_paths, files, output_root, settings, tallies)
+    shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies)
+    manifest = manifest_of(settings, inputs, tallies, split_totals, shards)
+    commit(corpus_dir, manifest, work)
+    log(f"merge: {manifest['samples']} samples, {manifest['tokens']} tokens "
+        f"(train {split_totals['train']['samples']}, eval {split_totals['eval']['samples']}) in {len(shards)} shards")
+    return manifest
+
+
+def fresh_work_dir(corpus_dir: Path) -> Path:
+    """The buckets' folder, emptied of what an interrupted merge left."""
+    work = corpus_dir / ".merge-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
+
+
+def partition_into(bucket_paths: list[Path], files: list[Path], output_root: Path, settings: MergeSettings,
+                   tallies: dict[str, DatasetTally]) -> list[dict]:
     handles = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
     try:
-        inputs = partition(files, output_root, handles, settings, tallies)
+        return partition(files, output_root, handles, settings, tallies)
     finally:
         for h in handles:
             h.close()
 
+
+def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSettings,
+                 tallies: dict[str, DatasetTally]) -> tuple[list[dict], dict]:
+    """Pass 2: each bucket sorted by content key (the shuffle), deduplicated, split and sharded."""
     writers = {split: corpus.ShardWriter(corpus_dir, split, settings.shard_records, settings.shard_bytes)
                for split in corpus.SPLITS}
     split_totals = {split: {"samples": 0, "tokens": 0} for split in corpus.SPLITS}
@@ -279,23 +307,19 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
             if duplicate:
                 tally.duplicates += 1
                 continue
-            sid = sid.decode()
             plen, rlen = int(plen), int(rlen)
-            split = "eval" if is_eval(sid, settings.seed, settings.eval_fraction) else "train"
+            split = "eval" if is_eval(sid.decode(), settings.seed, settings.eval_fraction) else "train"
             writers[split].write(line, plen + rlen)
             split_totals[split]["samples"] += 1
             split_totals[split]["tokens"] += plen + rlen
-            tally.samples += 1
-            tally.tokens += plen + rlen
-            tally.truncated_in_corpus += truncated == b"1"
-            tally.finish_reasons[finish.decode()] += 1
-            tally.prompt_lengths[plen] += 1
-            tally.response_lengths[rlen] += 1
-            tally.total_lengths[plen + rlen] += 1
+            tally.add_sample(plen, rlen, truncated == b"1", finish.decode())
         path.unlink()
-    shards = writers["train"].close() + writers["eval"].close()
+    return writers["train"].close() + writers["eval"].close(), split_totals
 
-    manifest = {
+
+def manifest_of(settings: MergeSettings, inputs: list[dict], tallies: dict[str, DatasetTally], split_totals: dict,
+                shards: list[dict]) -> dict:
+    return {
         "version": corpus.CORPUS_VERSION,
         "policies": settings.policies(),
         "inputs": inputs,
@@ -305,12 +329,13 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         "tokens": sum(t["tokens"] for t in split_totals.values()),
         "shards": shards,
     }
+
+
+def commit(corpus_dir: Path, manifest: dict, work: Path) -> None:
+    """The manifest last, by rename: a reader sees the old corpus or the new one, whole."""
     write_json_atomically(corpus_dir / corpus.MANIFEST_NAME, manifest)
-    remove_stale_shards(corpus_dir, {s["name"] for s in shards})
+    remove_stale_shards(corpus_dir, {s["name"] for s in manifest["shards"]})
     shutil.rmtree(work, ignore_errors=True)
-    log(f"merge: {manifest['samples']} samples, {manifest['tokens']} tokens "
-        f"(train {split_totals['train']['samples']}, eval {split_totals['eval']['samples']}) in {len(shards)} shards")
-    return manifest
 
 
 def remove_stale_shards(corpus_dir: Path, keep: set[str]) -> None:

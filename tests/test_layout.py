@@ -29,3 +29,20 @@ def test_console_scripts_exist():
     for script in ("draftgen", "jobrunner"):
         out = subprocess.run([f"{bin_dir}/{script}", "--help"], capture_output=True, text=True)
         assert out.returncode == 0 and "usage" in out.stdout.lower()
+
+
+def test_every_path_in_the_readmes_table_exists():
+    """The README's "Where things are" table names the tree as it is."""
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    paths = []
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            first = row.split("|")[1]
+            paths += [p for p in first.split("`")[1::2] if "*" not in p]
+    base = None
+    for path in paths:  # "draftgen/api.py", "crd.py": a bare name sits beside the path before it
+        full = REPO / path if "/" in path or base is None else base / path
+        assert full.exists(), path
+        base = full.parent if full.is_file() else full
+    assert len(paths) > 10

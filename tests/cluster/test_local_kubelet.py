@@ -8,7 +8,7 @@ import textwrap
 from kubernetes import client
 
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
-from draftgen_dev.cluster.local_kubelet import expand_vars
+from draftgen_dev.cluster.kubelet.pod_env import expand_vars
 from tests.conftest import is_gone, wait_for
 
 MAIN = textwrap.dedent("""

@@ -7,7 +7,7 @@ from draftgen_dev.builders import progress
 from jobrunner import output
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
-from jobrunner.generate import run_generate
+from jobrunner.generate.run import run_generate
 
 FAST_SIM = {"speedup": 200.0}  # simulated seconds per real second
 

@@ -159,7 +159,7 @@ class LocalCluster:
             if self.local_kubelet:
                 self._start_component(Component(
                     "local-kubelet",
-                    [sys.executable, "-m", "draftgen_dev.cluster.local_kubelet", "--kubeconfig", str(self.kubeconfig),
+                    [sys.executable, "-m", "draftgen_dev.cluster.kubelet", "--kubeconfig", str(self.kubeconfig),
                      "--volumes-dir", str(self.volumes_dir), "--state-dir", str(self.state_dir / "pods")],
                     self.logs_dir / "local-kubelet.log"))
             self._write_state()

@@ -12,7 +12,7 @@ from draftgen_contracts import exit_codes
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import SGLangError
 from jobrunner.config import ConfigError, load_config, missing_inputs
-from jobrunner.generate import configure_logging, make_coordinator, run_generate
+from jobrunner.generate.run import configure_logging, make_coordinator, run_generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

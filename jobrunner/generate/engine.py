@@ -1,72 +1,33 @@
-"""The generation engine: datasets in order, class concurrency, budgets, abort at the server.
-
-Per dataset, in the configured order:
-
-- a dataset already at or over its budget (own durable tokens + the coordinator's count from other
-  replicas), at its sample cap, or stopped by the coordinator, is skipped on start;
-- rows are read and tokenized on one worker thread (`prepared_prompts`), a chunk ahead, so the
-  event loop only sends requests and writes records; rows already done (written or skipped) are
-  passed over before tokenization;
-- each prompt waits for a slot of its class (short/long, shared by all datasets) and for the
-  dataset's own limit, then runs as an asyncio Task;
-- when a completed response makes the dataset's total reach its budget (or cap), or the
-  coordinator stops it, dispatch stops, every in-flight request of the dataset is aborted at the
-  server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
-  (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
-  reference run's early stop hung);
-- once the requests in flight are expected to meet the dataset's budget
-  (`budget.in_flight_covers_budget`: the larger of in-flight count x mean completion length and
-  what they have generated already), the dataset sends no more and the next dataset starts while
-  they finish, so few requests are left to abort at the crossing; if they finish short, the
-  dataset dispatches again, sharing the class slots with the next one;
-- when a dataset runs out of rows, the next dataset starts at once while the last requests of the
-  previous one finish: the class slots are shared, so the GPUs stay full across the switch.
-
-A 400 for one sample (or a response that breaks the contract) is recorded as a skipped row with its
-reason. A request that fails after the client's retries, or that the server aborted on its own, is
-not recorded: its row is generated again on the next run, and the process exits with
-`exit_codes.RETRY_LATER` so that a Job restarts it. SIGTERM stops dispatch, aborts in flight, syncs and
-exits 0.
-"""
+"""The generation engine: datasets in order, class concurrency, budgets, abort at the server
+(the package's docstring tells the whole flow)."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 import logging
-import os
-import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from draftgen_contracts import budget, exit_codes, names
-from draftgen_contracts.progress import DatasetProgress, ProgressDocument
+from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
-from jobrunner.config import DatasetConfig, GenerateConfig
-from jobrunner.coordination import Coordinator, FileCoordinator
+from jobrunner.config import GenerateConfig
+from jobrunner.coordination import Coordinator
 from jobrunner.datasets import read_rows
+from jobrunner.generate.dataset_run import DatasetRun, replica_sample_cap, sampling_params_for
+from jobrunner.generate.feed import prepared_prompts
 from jobrunner.output import PartWriter
-from jobrunner.prompts import Prompt, PromptPreparer, load_tokenizer
+from jobrunner.prompts import Prompt, PromptPreparer
 from jobrunner.sglang.client import SGLangClient
-from jobrunner.sglang.retry import RetryPolicy
 from jobrunner.sglang.rids import make_rid
-from jobrunner.stats import RateMeter
 
 log = logging.getLogger("jobrunner.generate")
 
 # Consecutive requests failing after all retries before the run gives up (the server is gone).
 MAX_CONSECUTIVE_FAILURES = 20
-
-
-def replica_sample_cap(sample_cap: int | None, replicas: int, replica: int) -> int | None:
-    """This replica's share of a dataset's sample cap: the shares add up to the cap exactly."""
-    if sample_cap is None:
-        return None
-    return sample_cap // replicas + (1 if replica < sample_cap % replicas else 0)
 
 
 def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, failed: bool) -> int:
@@ -79,99 +40,6 @@ def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, f
     if transient_failures and any(s != DatasetState.BUDGET_MET for s in states.values()):
         return exit_codes.RETRY_LATER
     return exit_codes.OK
-
-
-def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
-    return {**dataset.sampling_params, "max_new_tokens": prompt.max_new_tokens}
-
-
-async def prepared_prompts(
-    rows: Iterator, prepare: Callable, is_done: Callable[[int], bool],
-    executor: concurrent.futures.Executor, chunk: int = 64,
-) -> AsyncIterator:
-    """Rows prepared on `executor` (reading and tokenizing never run on the event loop), a chunk
-    ahead of the consumer; rows for which `is_done(row)` holds are passed over untokenized."""
-    loop = asyncio.get_running_loop()
-    todo = (prepare(r) for r in rows if not is_done(r.row))
-
-    def next_chunk() -> list:
-        return list(itertools.islice(todo, chunk))
-
-    pending = loop.run_in_executor(executor, next_chunk)
-    try:
-        while True:
-            items = await pending
-            if not items:
-                return
-            pending = loop.run_in_executor(executor, next_chunk)
-            for item in items:
-                yield item
-    finally:
-        pending.cancel()
-
-
-@dataclass
-class DatasetRun:
-    """The live state of one dataset in this process."""
-
-    config: DatasetConfig
-    writer: PartWriter
-    sample_cap: int | None
-    in_flight: dict[int, tuple[asyncio.Task, str]] = field(default_factory=dict)  # row -> (task, rid)
-    tokens_elsewhere: int = 0
-    stopped_externally: bool = False
-    started: bool = False
-    rows_exhausted: bool = False
-    stopping: bool = False  # dispatch stopped and in-flight aborted
-    transient_failures: int = 0
-    rate: RateMeter = field(default_factory=RateMeter)
-    # For `budget.in_flight_covers_budget`: the sum of the in-flight requests' send times (their
-    # total age in O(1)), and this process's completed responses, their tokens and seconds.
-    dispatched_at_sum: float = 0.0
-    responses: int = 0
-    response_tokens: int = 0
-    response_seconds: float = 0.0
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def tokens(self) -> int:
-        """Tokens counted against the budget: own written ones plus the other replicas' published ones."""
-        return self.writer.totals.completion_tokens + self.tokens_elsewhere
-
-    def is_done(self) -> bool:
-        return budget.is_dataset_done(self.config.budget_tokens, self.tokens, self.sample_cap,
-                                      self.writer.totals.records, self.stopped_externally)
-
-    def should_dispatch(self) -> bool:
-        return not self.stopping and budget.should_dispatch(
-            self.config.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
-            len(self.in_flight), self.stopped_externally) and not self.in_flight_covers_budget()
-
-    def in_flight_covers_budget(self) -> bool:
-        in_flight_seconds = len(self.in_flight) * time.monotonic() - self.dispatched_at_sum
-        return budget.in_flight_covers_budget(
-            self.config.budget_tokens, self.tokens, len(self.in_flight), in_flight_seconds,
-            self.responses, self.response_tokens, self.response_seconds)
-
-    def state(self) -> str:
-        exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0
-        return budget.dataset_state(self.config.budget_tokens, self.tokens, self.sample_cap,
-                                    self.writer.totals.records, started=self.started, exhausted=exhausted,
-                                    stopped=self.stopped_externally)
-
-    def progress(self, now: float) -> DatasetProgress:
-        """Published totals: the durable ones only (the writer's last sync)."""
-        durable = self.writer.durable
-        rate = self.rate.rate(now)
-        return DatasetProgress(
-            state=self.state(), completion_tokens=durable.completion_tokens, samples=durable.records,
-            skipped=durable.skipped, skipped_by_reason=dict(durable.skipped_by_reason),
-            truncated=durable.finish_reasons.get("length", 0), budget_tokens=self.config.budget_tokens,
-            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.config.budget_tokens, self.tokens, rate),
-            in_flight=len(self.in_flight))
 
 
 class Engine:
@@ -209,55 +77,71 @@ class Engine:
     # ---- lifecycle ----------------------------------------------------------------------------
 
     async def run(self) -> int:
-        cfg = self.config
-        await self.client.wait_ready(cfg.startup_timeout_s)
-        if self.context_length is None:
-            self.context_length = cfg.context.length or (await self.client.model_info()).max_model_len
-            if not self.context_length:
-                raise SGLangError("the server did not report max_model_len; set context.length")
-        for d in cfg.datasets:
-            writer = PartWriter(cfg.output_root, d.name, cfg.replica)
-            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica)))
-        self._refresh_coordination()
+        await self._connect()
+        self._open_datasets()
         publisher = asyncio.create_task(self._publish_loop())
         feeds: list[asyncio.Task] = []
         try:
-            for run in self.runs:
-                if self._shutdown or self._failed:
-                    break
-                if run.is_done():
-                    log.info("%s: at its budget already (%d/%d tokens), skipped", run.name, run.tokens,
-                             run.config.budget_tokens)
-                    run.stopping = True
-                    continue
-                feed = asyncio.create_task(self._feed(run))
-                feed.add_done_callback(lambda _t: self._notify())
-                feeds.append(feed)
-                # The next dataset starts once this one is out of rows or its requests in flight are
-                # expected to meet its budget; this feed goes on and dispatches again if they fall short.
-                await self._wait_until(lambda: feed.done() or run.in_flight_covers_budget())
-                if feed.done():
-                    feed.result()  # a feed that failed fails the run
+            await self._feed_in_order(feeds)
             await self._wait_until(lambda: all(f.done() for f in feeds) and not any(r.in_flight for r in self.runs))
             for feed in feeds:
                 feed.result()
         finally:
-            for feed in feeds:
-                feed.cancel()
-            await asyncio.gather(*feeds, return_exceptions=True)
-            if self._shutdown or self._failed:
-                await self._abort_everything()
-            await self._drain_aborts()
-            publisher.cancel()
-            await asyncio.gather(publisher, return_exceptions=True)
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._publish(finished=True)
-            for run in self.runs:
-                run.writer.close()
+            await self._wind_down(feeds, publisher)
         if self._failed:
             log.error("generation failed: %s", self._failed)
         states = {r.name: r.state() for r in self.runs}
         return exit_code(states, sum(r.transient_failures for r in self.runs), self._shutdown, bool(self._failed))
+
+    async def _connect(self) -> None:
+        """Wait for the server; learn the context length from it when the config does not say."""
+        await self.client.wait_ready(self.config.startup_timeout_s)
+        if self.context_length is None:
+            self.context_length = self.config.context.length or (await self.client.model_info()).max_model_len
+            if not self.context_length:
+                raise SGLangError("the server did not report max_model_len; set context.length")
+
+    def _open_datasets(self) -> None:
+        cfg = self.config
+        for d in cfg.datasets:
+            writer = PartWriter(cfg.output_root, d.name, cfg.replica)
+            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica)))
+        self._refresh_coordination()
+
+    async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
+        """Start each dataset's feed in turn. The next dataset starts once this one is out of rows or
+        its requests in flight are expected to meet its budget; a feed goes on and dispatches again
+        if they fall short."""
+        for run in self.runs:
+            if self._shutdown or self._failed:
+                return
+            if run.is_done():
+                log.info("%s: at its budget already (%d/%d tokens), skipped", run.name, run.tokens,
+                         run.config.budget_tokens)
+                run.stopping = True
+                continue
+            feed = asyncio.create_task(self._feed(run))
+            feed.add_done_callback(lambda _t: self._notify())
+            feeds.append(feed)
+            await self._wait_until(lambda: feed.done() or run.in_flight_covers_budget())
+            if feed.done():
+                feed.result()  # a feed that failed fails the run
+
+    async def _wind_down(self, feeds: list[asyncio.Task], publisher: asyncio.Task) -> None:
+        """However the run ends: feeds cancelled, in-flight requests aborted when it stopped early,
+        the last progress published, the part files closed."""
+        for feed in feeds:
+            feed.cancel()
+        await asyncio.gather(*feeds, return_exceptions=True)
+        if self._shutdown or self._failed:
+            await self._abort_everything()
+        await self._drain_aborts()
+        publisher.cancel()
+        await asyncio.gather(publisher, return_exceptions=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._publish(finished=True)
+        for run in self.runs:
+            run.writer.close()
 
     def request_shutdown(self) -> None:
         """SIGTERM: stop dispatching; the run then aborts what is in flight and returns."""
@@ -457,36 +341,3 @@ class Engine:
                     p = run.progress(time.monotonic())
                     log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight", run.name,
                              run.tokens, run.config.budget_tokens, p.samples, p.tokens_per_second, p.in_flight)
-
-
-def make_coordinator(config: GenerateConfig) -> Coordinator:
-    if config.coordination.kind == "kubernetes":
-        from jobrunner.coordination_kube import KubeCoordinator
-
-        c = config.coordination
-        return KubeCoordinator(c.name, c.namespace, names.report_name(c.name, config.replica), config.replica)
-    return FileCoordinator(config.coordination_directory(), config.replica)
-
-
-async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None) -> int:
-    """Run one generate process to completion; returns its exit status."""
-    tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
-    retry = RetryPolicy(max_attempts=config.max_attempts)
-    # Room for every class's requests plus the aborts, so an abort never waits for a connection.
-    connections = sum(c.concurrency for c in config.prompt_classes) + 64
-    async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
-                            max_connections=connections) as client:
-        engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, engine.request_shutdown)
-        try:
-            return await engine.run()
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-
-
-def configure_logging() -> None:
-    logging.basicConfig(level=os.environ.get("JOBRUNNER_LOG", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

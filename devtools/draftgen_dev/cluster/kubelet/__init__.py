@@ -1,0 +1,28 @@
+"""The local kubelet: runs draftgen's own pods for real on this machine.
+
+KWOK fakes every other pod on the fake nodes. A pod labelled `draftgen.io/local-kubelet=true`, once
+the scheduler has bound it to a node, is run here instead, as a kubelet would run it:
+
+- native sidecars (init containers with `restartPolicy: Always`) start first, each waited on through
+  its startup probe; plain init containers run to completion; then the main containers run;
+- each container is a local process (the image is ignored: its command runs from this Python
+  environment) with the pod's env (values, downward API fields, ConfigMap/Secret keys, `$(VAR)`
+  expansion), in a private mount namespace where the pod's volumes are bind-mounted at their
+  mountPaths: PVCs map to `<volumes-dir>/<namespace>/<claim>`, emptyDirs and ConfigMaps/Secrets to
+  per-pod folders, and a real ServiceAccount token (TokenRequest, bound to the pod) appears at
+  `/var/run/secrets/kubernetes.io/serviceaccount` with KUBERNETES_SERVICE_HOST/PORT set, so
+  in-cluster clients work unchanged;
+- every pod gets its own loopback address as its pod IP (127.0.x.y), so two pods' servers can both
+  listen on the same port, as in separate network namespaces, when they bind `$(POD_IP)`;
+- the pod's status follows the processes: Running, then Succeeded or Failed with each container's
+  exit code (so a Job's podFailurePolicy sees real exit codes);
+- a pod marked for deletion gets SIGTERM, SIGKILL after its grace period, then is removed.
+
+Liveness probes are not run (a dead local process already fails the pod).
+
+    pod_env      a container's environment: values, downward API, ConfigMap/Secret refs, $(VAR)
+    pod_volumes  the pod's volumes as local folders, its ServiceAccount token, the bind-mounted argv
+    probes       startup and readiness probes
+    pod_runner   one pod: its containers in order, its status, its termination
+    kubelet      the watch on pods and the command line
+"""

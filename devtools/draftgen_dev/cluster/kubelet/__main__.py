@@ -1,0 +1,5 @@
+import sys
+
+from draftgen_dev.cluster.kubelet.kubelet import main
+
+sys.exit(main())

@@ -1,0 +1,175 @@
+"""One pod of the local kubelet: its containers started in order as local processes, its status
+following them, its termination (main containers first, then the native sidecars)."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from kubernetes import client
+
+from .pod_env import container_env
+from .pod_volumes import container_argv, service_account_dir, volume_sources
+from .probes import wait_started
+
+log = logging.getLogger("local-kubelet")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class PodRunner(threading.Thread):
+    def __init__(self, kubelet, pod: client.V1Pod, pod_ip: str):  # kubelet: the LocalKubelet that owns it
+        super().__init__(daemon=True, name=f"pod-{pod.metadata.name}")
+        self.kubelet = kubelet
+        self.pod = pod
+        self.pod_ip = pod_ip
+        self.core = kubelet.core
+        self.dir = kubelet.state_dir / pod.metadata.uid
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.terminating = threading.Event()
+        self.statuses: dict[str, dict] = {}
+
+    # --- status -----------------------------------------------------------------------------------
+    def _patch_status(self, phase: str, ready: bool = False, message: str | None = None) -> None:
+        spec = self.pod.spec
+        sidecars = [c.name for c in (spec.init_containers or [])]
+        status = {
+            "phase": phase, "podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}], "hostIP": "127.0.0.1",
+            "startTime": self.started_at,
+            "conditions": [
+                {"type": "Initialized", "status": "True", "lastTransitionTime": self.started_at},
+                {"type": "ContainersReady", "status": str(ready), "lastTransitionTime": now()},
+                {"type": "Ready", "status": str(ready), "lastTransitionTime": now()},
+            ],
+            "initContainerStatuses": [self.statuses[n] for n in sidecars if n in self.statuses],
+            "containerStatuses": [self.statuses[c.name] for c in spec.containers if c.name in self.statuses],
+        }
+        if message:
+            status["message"] = message
+        try:
+            self.core.patch_namespaced_pod_status(self.pod.metadata.name, self.pod.metadata.namespace,
+                                                  {"status": status})
+        except client.ApiException as e:
+            if e.status != 404:
+                log.warning("status of %s: %s", self.pod.metadata.name, e)
+
+    def _container_status(self, container, state: dict, ready: bool = False) -> None:
+        self.statuses[container.name] = {
+            "name": container.name, "image": container.image or "local", "imageID": "", "ready": ready,
+            "restartCount": 0, "started": "running" in state, "state": state}
+
+    # --- running ----------------------------------------------------------------------------------
+    def _start(self, container, volumes, sa_dir) -> subprocess.Popen:
+        env = container_env(self.core, self.pod, container, self.pod_ip, self.kubelet.apiserver_port)
+        argv = container_argv(container, env, volumes, sa_dir)
+        logfile = open(self.dir / f"{container.name}.log", "ab")
+        proc = subprocess.Popen(argv, env=env, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=container.working_dir or str(self.dir), start_new_session=True)
+        logfile.close()
+        self.procs[container.name] = proc
+        self._container_status(container, {"running": {"startedAt": now()}})
+        log.info("pod %s/%s: started %s (pid %d)", self.pod.metadata.namespace, self.pod.metadata.name,
+                 container.name, proc.pid)
+        return proc
+
+    def _finish(self, container, code: int) -> None:
+        self._container_status(container, {"terminated": {
+            "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+            "startedAt": self.statuses[container.name]["state"].get("running", {}).get("startedAt", now()),
+            "finishedAt": now()}})
+
+    def run(self) -> None:
+        self.started_at = now()
+        try:
+            self._run()
+        except Exception as e:  # a bug here must fail the pod, not hang it
+            log.exception("pod %s failed", self.pod.metadata.name)
+            self._stop_all(0)
+            self._patch_status("Failed", message=f"local kubelet: {e}")
+
+    def _run(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        volumes = volume_sources(self.core, self.pod, self.dir, self.kubelet.volumes_dir)
+        sa_dir = service_account_dir(self.core, self.pod, self.dir)
+        spec = self.pod.spec
+        sidecars = []
+        self._patch_status("Pending")
+        for container in spec.init_containers or []:
+            proc = self._start(container, volumes, sa_dir)
+            if container.restart_policy == "Always":
+                sidecars.append((container, proc))
+                if not wait_started(container, proc, self.pod_ip, self.terminating):
+                    code = proc.poll()
+                    self._stop_all(0)
+                    self._finish(container, code if code is not None else 137)
+                    self._patch_status("Failed", message=f"sidecar {container.name} did not start")
+                    return
+                self.statuses[container.name]["ready"] = True
+                self._patch_status("Pending")
+            else:
+                code = proc.wait()
+                self._finish(container, code)
+                if code != 0:
+                    self._stop_all(0)
+                    self._patch_status("Failed", message=f"init container {container.name} exited {code}")
+                    return
+        mains = [(c, self._start(c, volumes, sa_dir)) for c in spec.containers]
+        for c, _ in mains:
+            self.statuses[c.name]["ready"] = True
+        self._patch_status("Running", ready=True)
+        codes = {}
+        for container, proc in mains:
+            codes[container.name] = proc.wait()
+            self._finish(container, codes[container.name])
+        for container, proc in sidecars:  # sidecars stop after the main containers, as in Kubernetes
+            self._terminate(proc, 10)
+            self._finish(container, proc.returncode if proc.returncode is not None else 137)
+        if self.terminating.is_set():
+            return  # the pod is being deleted; its status no longer matters
+        failed = {n: c for n, c in codes.items() if c != 0}
+        self._patch_status("Failed" if failed else "Succeeded",
+                           message=f"containers exited {failed}" if failed else None)
+
+    @staticmethod
+    def _terminate(proc: subprocess.Popen, grace_s: float) -> None:
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            pass
+
+    def _stop_all(self, grace_s: float) -> None:
+        """Main containers first, sidecars after them (as Kubernetes stops native sidecars), all
+        within the grace period; then SIGKILL."""
+        deadline = time.monotonic() + grace_s
+        sidecars = {c.name for c in self.pod.spec.init_containers or [] if c.restart_policy == "Always"}
+        for group in ([p for n, p in self.procs.items() if n not in sidecars],
+                      [p for n, p in self.procs.items() if n in sidecars]):
+            for proc in group:
+                if proc.poll() is None:
+                    try:
+                        os.killpg(proc.pid, signal.SIGTERM if grace_s else signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            for proc in group:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+    def terminate(self, grace_s: float) -> None:
+        self.terminating.set()
+        self._stop_all(grace_s)

@@ -1,0 +1,49 @@
+"""One generate process: its client, its coordinator, its signals and its exit status."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+from draftgen_contracts import names
+from jobrunner.config import GenerateConfig
+from jobrunner.coordination import Coordinator, FileCoordinator
+from jobrunner.generate.engine import Engine
+from jobrunner.prompts import load_tokenizer
+from jobrunner.sglang.client import SGLangClient
+from jobrunner.sglang.retry import RetryPolicy
+
+
+def make_coordinator(config: GenerateConfig) -> Coordinator:
+    if config.coordination.kind == "kubernetes":
+        from jobrunner.coordination_kube import KubeCoordinator
+
+        c = config.coordination
+        return KubeCoordinator(c.name, c.namespace, names.report_name(c.name, config.replica), config.replica)
+    return FileCoordinator(config.coordination_directory(), config.replica)
+
+
+async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None) -> int:
+    """Run one generate process to completion; returns its exit status."""
+    tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
+    retry = RetryPolicy(max_attempts=config.max_attempts)
+    # Room for every class's requests plus the aborts, so an abort never waits for a connection.
+    connections = sum(c.concurrency for c in config.prompt_classes) + 64
+    async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
+                            max_connections=connections) as client:
+        engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, engine.request_shutdown)
+        try:
+            return await engine.run()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=os.environ.get("JOBRUNNER_LOG", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
