@@ -31,6 +31,7 @@ from kubernetes import client, watch
 REPO = Path(__file__).resolve().parents[1]
 
 from draftgen_contracts import names
+from draftgen_dev.builders import SpecBuilder
 from draftgen_dev.cluster.controlplane import LocalCluster
 
 RSS_GOAL_MB = 250
@@ -39,11 +40,10 @@ REPLICAS = 2
 
 
 def manifest(i: int) -> dict:
-    return {"apiVersion": "draftgen.io/v1alpha1", "kind": "DatasetGeneration", "metadata": {"name": f"scale-{i:03d}"},
-            "spec": {"model": {"claimName": "models", "path": "m"}, "queueName": "held",
-                     "server": {"image": "sglang", "replicas": REPLICAS},
-                     "datasets": [{"name": f"d{k}", "path": f"p{k}.jsonl", "budgetTokens": 10**9} for k in range(3)],
-                     "output": {"claimName": "data"}}}
+    builder = SpecBuilder(f"scale-{i:03d}").replicas(REPLICAS).set(queueName="held")
+    for k in range(3):
+        builder.dataset(f"d{k}", 10**9, f"p{k}.jsonl")
+    return builder.obj()
 
 
 def main() -> int:

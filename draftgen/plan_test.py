@@ -4,16 +4,13 @@ import yaml
 
 from draftgen import api, plan
 from draftgen_contracts import exit_codes, names
+from draftgen_dev.builders import SpecBuilder
 from jobrunner.config import parse_config
 
-SPEC = api.DatasetGenerationSpec.model_validate({
-    "model": {"claimName": "models", "path": "kimi-k2.5", "chatTemplate": {"enableThinking": True}},
-    "server": {"image": "sglang:v0.5.23", "replicas": 2, "args": ["--mem-fraction-static", "0.88"]},
-    "datasets": [{"name": "fc", "path": "prompts/fc.jsonl", "budgetTokens": 10_000_000,
-                  "samplingParams": {"temperature": 0.6, "top_p": 0.95}}],
-    "output": {"claimName": "data"},
-    "queueName": "gpu-queue",
-})
+SPEC = (SpecBuilder("k25").model(path="kimi-k2.5", chatTemplate={"enableThinking": True})
+        .server(image="sglang:v0.5.23", args=["--mem-fraction-static", "0.88"]).replicas(2)
+        .dataset("fc", 10_000_000, "prompts/fc.jsonl", samplingParams={"temperature": 0.6, "top_p": 0.95})
+        .set(queueName="gpu-queue").spec())
 SETTINGS = plan.OperatorSettings(runner_image="jobrunner:test", extra_pod_labels=(("extra", "yes"),))
 
 

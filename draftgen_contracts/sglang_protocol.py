@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 # Every key of SGLang 0.5.23's `SamplingParams` and the JSON type it takes
@@ -295,10 +295,7 @@ class GenerateResult:
     finish_reason: str  # "stop" | "length" | "abort"
     prompt_tokens: int
     completion_tokens: int
-    cached_tokens: int
-    e2e_latency: float
     rid: str
-    meta: dict[str, Any] = field(default_factory=dict)
     attempts: int = 1
 
 
@@ -331,18 +328,14 @@ def parse_generate_response(body: Any) -> GenerateResult:
         finish_reason=reason_type,
         prompt_tokens=prompt,
         completion_tokens=completion,
-        cached_tokens=int(meta.get("cached_tokens") or 0),
-        e2e_latency=float(meta.get("e2e_latency") or 0.0),
         rid=str(meta.get("id", "")),
-        meta=meta,
     )
 
 
 def aborted_result(rid: str, attempts: int, message: str) -> GenerateResult:
     """The result of a generate the caller aborted when the server gave no abort response."""
     return GenerateResult(
-        output_ids=[], finish_reason="abort", prompt_tokens=0, completion_tokens=0, cached_tokens=0,
-        e2e_latency=0.0, rid=rid, meta={"finish_reason": {"type": "abort", "message": message}}, attempts=attempts,
+        output_ids=[], finish_reason="abort", prompt_tokens=0, completion_tokens=0, rid=rid, attempts=attempts,
     )
 
 

@@ -64,13 +64,10 @@ class DatasetStats:
         return asdict(self)
 
 
-def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: int | None = None,
-                  tokens_per_second: float | None = None) -> DatasetStats:
-    """Final statistics of one dataset over every replica's durable summary.
-
-    Without a live rate, tokens/s is the tokens over the span between the first and the last
-    completion recorded (restarts included, so downtime lowers it).
-    """
+def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: int | None = None) -> DatasetStats:
+    """Final statistics of one dataset over every replica's durable summary. Tokens/s is the tokens
+    over the span between the first and the last completion recorded (restarts included, so
+    downtime lowers it)."""
     st = DatasetStats(dataset, budget_tokens=budget_tokens)
     lengths: list[int] = []
     first, last = math.inf, -math.inf
@@ -91,9 +88,7 @@ def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: i
             last = max(last, s.last_finished_at)
     st.lengths = length_stats(length_counts(lengths))
     st.truncated_share = st.truncated / st.samples if st.samples else 0.0
-    if tokens_per_second is not None:
-        st.tokens_per_second = tokens_per_second
-    elif last > first:
+    if last > first:
         st.tokens_per_second = st.completion_tokens / (last - first)
     if budget_tokens:
         st.percent_of_budget = 100.0 * st.completion_tokens / budget_tokens

@@ -25,7 +25,7 @@ SOURCES = {"draftgen_contracts": REPO / "draftgen_contracts", "jobrunner": REPO 
            "draftgen_dev": REPO / "devtools" / "draftgen_dev"}
 NO_WIRES = {"aiohttp", "httpx", "kubernetes", "kopf", "requests", "urllib3"}
 # draftgen modules that run jobrunner's programs (the local executor) or share its dispatcher.
-DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.cli", "draftgen.local_run", "draftgen.local")
+DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.cli", "draftgen.local.")
 
 
 def module_name(package: str, path: Path) -> str:

@@ -136,11 +136,14 @@ async def test_abort_matches_rids_by_prefix(simulator):
 
 
 async def test_abort_of_a_queued_request(simulator):
-    url = simulator(profile="fixed:100000", per_request_tps=100, max_running_requests=1, context_len=200_000).base_url
-    async with httpx.AsyncClient(base_url=url, timeout=10) as c:
+    sim = simulator(profile="fixed:100000", per_request_tps=100, max_running_requests=1, context_len=200_000)
+    async with httpx.AsyncClient(base_url=sim.base_url, timeout=10) as c:
         run = asyncio.create_task(c.post("/generate", json={"input_ids": [1], "rid": "run", "sampling_params": {"max_new_tokens": None}}))
+        while sim.stats.running < 1:  # "run" holds the one slot before "wait" arrives
+            await asyncio.sleep(0.01)
         waiting = asyncio.create_task(c.post("/generate", json={"input_ids": [1], "rid": "wait"}))
-        await asyncio.sleep(0.2)
+        while sim.stats.queued < 1:
+            await asyncio.sleep(0.01)
         await c.post("/abort_request", json={"rid": "wait"})
         body = (await waiting).json()
         assert body["meta_info"]["finish_reason"] == {"type": "abort", "message": "Abort in waiting queue"}

@@ -3,7 +3,6 @@ following them, its termination (main containers first, then the native sidecars
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 import signal
@@ -13,15 +12,13 @@ import time
 
 from kubernetes import client
 
+from draftgen_contracts.timestamps import utc_now_iso as now
+
 from .pod_env import container_env
 from .pod_volumes import container_argv, service_account_dir, volume_sources
 from .probes import wait_started
 
 log = logging.getLogger("local-kubelet")
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PodRunner(threading.Thread):
