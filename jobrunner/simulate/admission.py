@@ -36,6 +36,7 @@ class Item:
     tokens: int
     finish: dict[str, Any]
     token_key: int
+    label: str = ""  # the request's "sim_label", for per-label counters
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,9 @@ def admit(body: dict[str, Any], config: SimConfig, live: Container[str], new_rid
     except ValueError as exc:
         return refuse(str(exc))
     items = []
+    label = str(body.get("sim_label") or "")
     for rid, prompt, p in zip(rids, prompts, params):
-        planned = plan_item(rid, prompt, p, profile, config)
+        planned = plan_item(rid, prompt, p, profile, config, label)
         if isinstance(planned, Refusal):
             return planned
         items.append(planned)
@@ -127,7 +129,7 @@ def rids_of(body: dict[str, Any], n: int, is_batch: bool, new_rid: Callable[[], 
 
 
 def plan_item(rid: str, prompt: list[int], params: dict[str, Any], profile: LengthProfile,
-              config: SimConfig) -> Item | Refusal:
+              config: SimConfig, label: str = "") -> Item | Refusal:
     """How long the response to one prompt runs, or the refusal of a prompt with no room
     (docs/sglang.md#context-length)."""
     n_prompt, context = len(prompt), config.context_len
@@ -145,4 +147,4 @@ def plan_item(rid: str, prompt: list[int], params: dict[str, Any], profile: Leng
     # The scheduler caps a request at max_req_len - prompt - 1, max_req_len being context - 1.
     room = context - 2 - n_prompt
     tokens, finish = plan_response(natural, max_new, room, bool(params.get("ignore_eos")), config.eos_token_id)
-    return Item(rid, prompt, tokens, finish, rng.getrandbits(48))
+    return Item(rid, prompt, tokens, finish, rng.getrandbits(48), label)

@@ -68,3 +68,7 @@ class SimStats:
     queued: int = 0
     max_running: int = 0
     faults: dict[str, int] = field(default_factory=lambda: {name: 0 for name in FAULT_NAMES})
+    # By a request's top-level "sim_label" (SGLang ignores unknown top-level keys): what a benchmark
+    # needs to charge every generated token, kept or thrown away, to the dataset that asked for it.
+    tokens_by_label: dict[str, int] = field(default_factory=dict)
+    aborted_tokens_by_label: dict[str, int] = field(default_factory=dict)

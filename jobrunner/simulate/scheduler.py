@@ -59,7 +59,9 @@ class Scheduler:
         self.running: list[SimRequest] = []
 
     def stats(self) -> SimStats:
-        s = dataclasses.replace(self.counters, faults=dict(self.counters.faults))
+        c = self.counters
+        s = dataclasses.replace(c, faults=dict(c.faults), tokens_by_label=dict(c.tokens_by_label),
+                                aborted_tokens_by_label=dict(c.aborted_tokens_by_label))
         s.running, s.queued = len(self.running), len(self.queue)
         return s
 
@@ -122,6 +124,9 @@ class Scheduler:
                 continue
             req.emitted = emitted
             self.counters.tokens_generated_total += delta
+            if req.item.label:
+                by_label = self.counters.tokens_by_label
+                by_label[req.item.label] = by_label.get(req.item.label, 0) + delta
             if req.client_gone:
                 self.counters.tokens_generated_after_abort += delta
             if req.emitted >= req.item.tokens:
@@ -147,6 +152,9 @@ class Scheduler:
             return self.partial_response(req, req.item.finish)
         self.counters.aborted += 1
         self.counters.tokens_generated_by_aborted += req.emitted
+        if req.item.label:
+            by_label = self.counters.aborted_tokens_by_label
+            by_label[req.item.label] = by_label.get(req.item.label, 0) + req.emitted
         if queued:
             return queued_abort_body(req.rid, self.clock() - req.arrival)
         return self.partial_response(req, {"type": "abort", "message": abort, "status_code": 200, "err_type": None})

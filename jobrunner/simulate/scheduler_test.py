@@ -94,3 +94,16 @@ def test_a_queued_request_aborted_answers_from_the_waiting_queue():
     step(s, clock, 0.1)
     assert queued.response["meta_info"]["finish_reason"]["message"] == "Abort in waiting queue"
     assert queued.response["output_ids"] == []
+
+
+def test_tokens_are_charged_to_the_requests_label_kept_or_aborted():
+    s, clock = scheduler()
+    labelled = Item("a", [1], 100, {"type": "stop", "matched": 2}, token_key=7, label="code")
+    kept = Item("b", [1], 5, {"type": "stop", "matched": 2}, token_key=7, label="chat")
+    s.submit([labelled, kept], lambda: False, stream=False)
+    step(s, clock, 1.0)
+    s.abort("a", False)
+    step(s, clock, 0.1)
+    stats = s.stats()
+    assert stats.tokens_by_label == {"code": 10, "chat": 5}  # the abort lands before the next tick advances
+    assert stats.aborted_tokens_by_label == {"code": 10}

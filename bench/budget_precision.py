@@ -1,0 +1,162 @@
+"""Budget precision with several replicas: how many tokens the servers generate per dataset, kept or
+thrown away, against its budget.
+
+    .venv/bin/python bench/budget_precision.py [--replicas 1,2,4] [--budget 1000000] [--total-tps 100000]
+
+Per replica, its own `jobrunner generate` process and its own simulator process. Ten datasets with
+the reference run's length profiles (function calling, code, math, chat, SWE, twice each; the SWE
+prompts are long, the rest short), short and long classes at 150 and 32 in flight per replica with
+10,240 and 16,384 new tokens at most, a budget per dataset shared by the replicas.
+
+Coordination: the file coordination (each replica reads the others' progress files), with the
+cluster's publish interval. In a cluster the totals reach a replica through the operator's fold
+(+ up to one fold interval, 2 s) and the status read: staler, so this measures a lower bound of the
+cluster's staleness term. Time is scaled: every simulator runs `speedup` times faster than real
+SGLang would (10,000 tokens/s per replica, 100 per request) and the progress interval is
+1 s / speedup, so every ratio (budget to concurrency x length, to rate x staleness) is the real
+run's while the run takes 1/speedup of the time. The speedup is chosen so that all replicas
+together make `--total-tps` real tokens/s, what two cores carry without starving a process.
+
+Printed per dataset and in all:
+- kept / budget: completion tokens of the responses written (what the corpus gets);
+- excess = (every token the servers generated for the dataset - budget) / budget, which counts the
+  kept tokens over the budget and the partial work of aborted requests alike;
+- aborted: the partial work of the aborted requests / budget;
+- utilisation: tokens generated / (the servers' capacity x the wall time of the run), dataset
+  switches and the last dataset's tail included.
+Goals (issue 9): at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
+>= 0.95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from draftgen_dev.sim_process import SimulatorProcess
+from jobrunner.output import read_summary
+
+PROFILES = ("function_calling", "code", "math", "chat", "swe")
+LONG_PROMPT_PROFILES = {"swe"}  # SWE agent traces: prompts past the short class
+REAL_CAPACITY_TPS = 10_000.0  # one replica's decode throughput, the scale the timing is kept at
+REAL_PER_REQUEST_TPS = 100.0
+PUBLISH_INTERVAL_S = 1.0  # the generation pods' report interval
+MEDIAN_EXCESS_GOAL, WORST_EXCESS_GOAL, UTILISATION_GOAL = 0.01, 0.02, 0.95
+
+
+def write_prompts(path: Path, rows: int, prompt_len: int, seed: int) -> None:
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(rows):
+            f.write(json.dumps({"input_ids": [rng.randrange(3, 500) for _ in range(prompt_len)]}) + "\n")
+
+
+def datasets(work: Path, budget: int, rows: int) -> list[dict]:
+    out = []
+    for i in range(10):
+        profile = PROFILES[i % len(PROFILES)]
+        name = f"{profile.replace('_', '-')}-{i // len(PROFILES)}"
+        path = work / f"{name}.jsonl"
+        long = profile in LONG_PROMPT_PROFILES
+        write_prompts(path, rows // 3 if long else rows, 2100 if long else 60, seed=i)
+        out.append({"name": name, "path": str(path), "pretokenized": True, "budget_tokens": budget,
+                    "extra_request_fields": {"sim_profile": profile, "sim_label": name}})
+    return out
+
+
+def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[dict], speedup: float) -> Path:
+    config = {
+        "server_url": url, "output_root": str(work / "out"), "run_id": "precision", "replica": replica,
+        "replicas": replicas, "progress_interval_s": PUBLISH_INTERVAL_S / speedup,
+        "context": {"length": 32_768},
+        "prompt_classes": [{"name": "short", "max_prompt_tokens": 2048, "concurrency": 150, "max_new_tokens": 10_240},
+                           {"name": "long", "concurrency": 32, "max_new_tokens": 16_384}],
+        "coordination": {"kind": "file", "directory": str(work / "coordination")},
+        "datasets": ds,
+    }
+    path = work / f"generate-r{replica:03d}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def run_once(replicas: int, budget: int, total_tps: float, rows: int) -> dict:
+    speedup = total_tps / (REAL_CAPACITY_TPS * replicas)
+    with tempfile.TemporaryDirectory(prefix="draftgen-precision-") as tmp:
+        work = Path(tmp)
+        ds = datasets(work, budget, rows)
+        capacity = REAL_CAPACITY_TPS * speedup
+        sims = [SimulatorProcess(sample_s=1.0, capacity_tps=capacity, per_request_tps=REAL_PER_REQUEST_TPS * speedup,
+                                 context_len=32_768, max_running_requests=512, disconnect_poll_s=4.0 / speedup,
+                                 seed=r) for r in range(replicas)]
+        try:
+            configs = [generate_config(work, sims[r].base_url, r, replicas, ds, speedup) for r in range(replicas)]
+            started = time.monotonic()
+            procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
+                                      stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
+                     for i, c in enumerate(configs)]
+            codes = [p.wait() for p in procs]
+            wall = time.monotonic() - started
+            stats = [s.stats() for s in sims]
+        finally:
+            for s in sims:
+                s.stop()
+        if any(codes):
+            raise SystemExit(f"generate exited {codes}: see {work}")
+        return summarise(work, ds, budget, replicas, stats, wall, capacity)
+
+
+def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: list[dict], wall: float,
+              capacity: float) -> dict:
+    rows = []
+    for d in ds:
+        name = d["name"]
+        kept = sum(s.completion_tokens for r in range(replicas)
+                   if (s := read_summary(work / "out", name, r)) is not None)
+        generated = sum(s["tokens_by_label"].get(name, 0) for s in stats)
+        aborted = sum(s["aborted_tokens_by_label"].get(name, 0) for s in stats)
+        rows.append({"dataset": name, "kept": kept / budget, "excess": (generated - budget) / budget,
+                     "aborted": aborted / budget})
+    generated = sum(s["tokens_generated_total"] for s in stats)
+    return {"replicas": replicas, "rows": rows, "wall_s": wall, "speedup": capacity / REAL_CAPACITY_TPS,
+            "utilisation": generated / (capacity * replicas * wall)}
+
+
+def show(result: dict) -> None:
+    print(f"\n{result['replicas']} replica(s): {result['wall_s']:.1f} s at {result['speedup']:g}x real time")
+    print(f"  {'dataset':<20} {'kept/budget':>12} {'excess':>9} {'aborted':>9}")
+    for r in result["rows"]:
+        print(f"  {r['dataset']:<20} {r['kept']:>12.4f} {100 * r['excess']:>8.2f}% {100 * r['aborted']:>8.2f}%")
+    excess = [r["excess"] for r in result["rows"]]
+    median, worst = statistics.median(excess), max(excess)
+    print(f"  median excess {100 * median:.2f}% (goal <= {100 * MEDIAN_EXCESS_GOAL:.0f}%), worst "
+          f"{100 * worst:.2f}% (goal <= {100 * WORST_EXCESS_GOAL:.0f}%), utilisation {result['utilisation']:.3f} "
+          f"(goal >= {UTILISATION_GOAL})")
+    low = [r["dataset"] for r in result["rows"] if r["kept"] < 1.0]
+    if low:
+        print(f"  BELOW BUDGET (rows remained): {low}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", default="1,2,4", help="comma-separated replica counts to run")
+    parser.add_argument("--budget", type=int, default=1_000_000, help="tokens per dataset")
+    parser.add_argument("--total-tps", type=float, default=100_000.0,
+                        help="tokens/s of all the simulators together, in real time (sets the speedup)")
+    parser.add_argument("--rows", type=int, default=3000, help="prompts per dataset (enough that none runs out)")
+    args = parser.parse_args()
+    for replicas in (int(n) for n in args.replicas.split(",")):
+        show(run_once(replicas, args.budget, args.total_tps, args.rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
