@@ -9,6 +9,8 @@ it folds from every replica's report. Nothing here does I/O.
 
 from __future__ import annotations
 
+import math
+
 from .states import DatasetState
 
 COUNTED_FINISH_REASONS = frozenset({"stop", "length"})
@@ -57,7 +59,7 @@ MIN_RESPONSES_FOR_ESTIMATE = 8
 
 def in_flight_covers_budget(
     budget_tokens: int, tokens: int, in_flight: int, in_flight_seconds: float,
-    responses: int, response_tokens: int, response_seconds: float,
+    responses: int, response_tokens: int, response_seconds: float, replicas: int = 1,
 ) -> bool:
     """Whether the requests in flight are expected to bring the dataset to its budget, so that one
     more request would most likely be aborted at the crossing, its partial work wasted.
@@ -73,13 +75,19 @@ def in_flight_covers_budget(
     budget needs. Below `MIN_RESPONSES_FOR_ESTIMATE` responses there is no estimate and nothing is
     held back. When the requests finish short, `in_flight` drops, the rest is no longer covered and
     dispatch resumes.
+
+    With `replicas` sharing the budget, each compares its own requests with its share of what
+    remains (remaining / replicas): together they keep about the remainder in flight, not `replicas`
+    times it, each of whose excess would be aborted at the crossing. Holding is reversible (a replica
+    whose peers finished short or ran out of rows dispatches again when its own requests drain), and
+    the stop itself stays on the counted total.
     """
     if in_flight == 0 or responses < MIN_RESPONSES_FOR_ESTIMATE:
         return False
     expected = in_flight * response_tokens / responses
     if response_seconds > 0:
         expected = max(expected, in_flight_seconds * response_tokens / response_seconds)
-    return expected >= remaining_tokens(budget_tokens, tokens)
+    return expected >= math.ceil(remaining_tokens(budget_tokens, tokens) / max(1, replicas))
 
 
 def remaining_tokens(budget_tokens: int, tokens: int) -> int:

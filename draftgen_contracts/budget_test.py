@@ -73,3 +73,14 @@ ESTIMATE = {"responses": 10, "response_tokens": 200}  # a mean of 20 tokens per 
 def test_in_flight_covers_budget(tokens, in_flight, in_flight_seconds, responses, response_seconds, covered):
     assert budget.in_flight_covers_budget(1000, tokens, in_flight, in_flight_seconds,
                                           response_seconds=response_seconds, **responses) == covered
+
+
+@pytest.mark.parametrize("replicas, in_flight, covered", [
+    (1, 3, False),  # 100 left, 3 x mean 20 in flight: not covered for one replica alone
+    (2, 3, True),  # two replicas: each holds once its own requests cover its half, 50
+    (4, 2, True),  # four: a quarter, 25
+    (4, 1, False),
+])
+def test_replicas_hold_against_their_share_of_what_remains(replicas, in_flight, covered):
+    assert budget.in_flight_covers_budget(1000, 900, in_flight, 0.0, response_seconds=0.0, replicas=replicas,
+                                          **ESTIMATE) == covered

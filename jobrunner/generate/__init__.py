@@ -14,9 +14,10 @@ Per dataset, in the configured order:
   server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
   (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
   reference run's early stop hung);
-- once the requests in flight are expected to meet the dataset's budget
-  (`budget.in_flight_covers_budget`: the larger of in-flight count x mean completion length and
-  what they have generated already), the dataset sends no more and the next dataset starts while
+- once the requests in flight are expected to meet this replica's share of what remains of the
+  dataset's budget (`budget.in_flight_covers_budget`: the larger of in-flight count x mean
+  completion length and what they have generated already, against remaining / replicas), the
+  dataset sends no more and the next dataset starts while
   they finish, so few requests are left to abort at the crossing; if they finish short, the
   dataset dispatches again, sharing the class slots with the next one;
 - when a dataset runs out of rows, the next dataset starts at once while the last requests of the

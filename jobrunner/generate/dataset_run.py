@@ -32,6 +32,7 @@ class DatasetRun:
     config: DatasetConfig
     writer: PartWriter
     sample_cap: int | None
+    replicas: int = 1  # replicas sharing the budget: this one holds dispatch against its share
     in_flight: dict[int, tuple[asyncio.Task, str]] = field(default_factory=dict)  # row -> (task, rid)
     tokens_elsewhere: int = 0
     stopped_externally: bool = False
@@ -69,7 +70,7 @@ class DatasetRun:
         in_flight_seconds = len(self.in_flight) * time.monotonic() - self.dispatched_at_sum
         return budget.in_flight_covers_budget(
             self.config.budget_tokens, self.tokens, len(self.in_flight), in_flight_seconds,
-            self.responses, self.response_tokens, self.response_seconds)
+            self.responses, self.response_tokens, self.response_seconds, self.replicas)
 
     def state(self) -> str:
         exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0

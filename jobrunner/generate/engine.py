@@ -105,7 +105,8 @@ class Engine:
         cfg = self.config
         for d in cfg.datasets:
             writer = PartWriter(cfg.output_root, d.name, cfg.replica)
-            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica)))
+            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
+                                        replicas=cfg.replicas))
         self._refresh_coordination()
 
     async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
