@@ -8,6 +8,7 @@ one table of invalid manifests against both.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ def name_problem(name: object) -> str | None:
 def duplicate_keys(field: str, keys: list[str]) -> list[str]:
     """A list-map's repeated keys, as the API server names them (the CRD's x-kubernetes-list-map-keys
     make it refuse them, before any CEL rule runs)."""
-    return [f"spec.{field}[{i}]: Duplicate value: {{\"name\":{key!r}}}" for i, key in enumerate(keys)
+    return [f"spec.{field}[{i}]: Duplicate value: {json.dumps({'name': key})}" for i, key in enumerate(keys)
             if key in keys[:i]]
 
 

@@ -83,9 +83,8 @@ class KubeCoordinator:
     def _current_status(self) -> dict:
         if time.monotonic() - self._polled_at >= self.min_poll_s:
             try:
-                obj = self.custom.get_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL,
-                                                               self.name,
-                                                               _request_timeout=10)
+                obj = self.custom.get_namespaced_custom_object(
+                    names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.name, _request_timeout=10)
                 self._status = obj.get("status") or {}
                 self._polled_at = time.monotonic()
             except Exception as e:  # keep the last view; the next poll retries

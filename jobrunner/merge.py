@@ -194,47 +194,55 @@ class DatasetTally:
         }
 
 
-def partition(files: list[Path], output_root: Path, bucket_files: list, settings: MergeSettings,
+def partition(files: list[Path], output_root: Path, bucket_paths: list[Path], settings: MergeSettings,
               tallies: dict[str, DatasetTally]) -> list[dict]:
     """Pass 1: every record to its bucket. Returns the input files' descriptions for the manifest."""
-    inputs = []
+    bucket_files = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
+    try:
+        return [partition_file(path, output_root, bucket_files, settings, tallies) for path in files]
+    finally:
+        for f in bucket_files:
+            f.close()
+
+
+def partition_file(path: Path, output_root: Path, bucket_files: list, settings: MergeSettings,
+                   tallies: dict[str, DatasetTally]) -> dict:
+    """One part file's records to their buckets; its description for the manifest."""
     buckets = len(bucket_files)
-    for path in files:
-        records = unreadable = 0
-        try:
-            for rec in iter_records(path):
-                records += 1
-                problem = record_problem(rec)
-                dataset = rec.get("dataset") if isinstance(rec, dict) and isinstance(rec.get("dataset"), str) else path.parent.name
-                tally = tallies.setdefault(dataset, DatasetTally())
-                tally.input_records += 1
-                if problem:
-                    tally.skipped[problem] += 1
-                    continue
-                prompt, response = rec["input_ids"], rec["output_ids"]
-                arrays = token_arrays(prompt, response)
-                prompt_json, response_json = json.dumps(prompt, separators=(",", ":")), json.dumps(response, separators=(",", ":"))
-                if arrays is None or "e" in prompt_json or "e" in response_json:  # true/false/1e9 are not token ids
-                    tally.skipped["malformed_ids"] += 1
-                    continue
-                keep, truncated = truncation_outcome(rec["finish_reason"], settings.truncated)
-                if not keep:
-                    tally.dropped_truncated += 1
-                    continue
-                key = content_key(*arrays, settings.seed)
-                line = corpus.encode_record(rec["sample_id"], dataset, prompt_json, response_json, len(prompt),
-                                            len(response), rec["finish_reason"], truncated)
-                head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
-                bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            # A complete but garbled line (a node crash mid-write): the generation writer cuts the
-            # file there on resume, so the merge reads the file up to it, the same records.
-            unreadable = 1
-            tallies.setdefault(path.parent.name, DatasetTally()).skipped["unparseable_line"] += 1
-        inputs.append({"path": str(path.relative_to(output_root)), "bytes": path.stat().st_size,
-                       "sha256": corpus.sha256_file(path), "records_read": records,
-                       "stopped_at_unparseable_line": bool(unreadable)})
-    return inputs
+    records = unreadable = 0
+    try:
+        for rec in iter_records(path):
+            records += 1
+            problem = record_problem(rec)
+            dataset = rec.get("dataset") if isinstance(rec, dict) and isinstance(rec.get("dataset"), str) else path.parent.name
+            tally = tallies.setdefault(dataset, DatasetTally())
+            tally.input_records += 1
+            if problem:
+                tally.skipped[problem] += 1
+                continue
+            prompt, response = rec["input_ids"], rec["output_ids"]
+            arrays = token_arrays(prompt, response)
+            prompt_json, response_json = json.dumps(prompt, separators=(",", ":")), json.dumps(response, separators=(",", ":"))
+            if arrays is None or "e" in prompt_json or "e" in response_json:  # true/false/1e9 are not token ids
+                tally.skipped["malformed_ids"] += 1
+                continue
+            keep, truncated = truncation_outcome(rec["finish_reason"], settings.truncated)
+            if not keep:
+                tally.dropped_truncated += 1
+                continue
+            key = content_key(*arrays, settings.seed)
+            line = corpus.encode_record(rec["sample_id"], dataset, prompt_json, response_json, len(prompt),
+                                        len(response), rec["finish_reason"], truncated)
+            head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
+            bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        # A complete but garbled line (a node crash mid-write): the generation writer cuts the
+        # file there on resume, so the merge reads the file up to it, the same records.
+        unreadable = 1
+        tallies.setdefault(path.parent.name, DatasetTally()).skipped["unparseable_line"] += 1
+    return {"path": str(path.relative_to(output_root)), "bytes": path.stat().st_size,
+            "sha256": corpus.sha256_file(path), "records_read": records,
+            "stopped_at_unparseable_line": bool(unreadable)}
 
 
 def sort_bucket(path: Path, dedupe: bool):
@@ -267,7 +275,7 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         f"(memory limit {settings.memory_limit_mb} MB)")
     tallies: dict[str, DatasetTally] = {}
     bucket_paths = [work / f"bucket-{b:04d}" for b in range(buckets)]
-    inputs = partition_into(bucket_paths, files, output_root, settings, tallies)
+    inputs = partition(files, output_root, bucket_paths, settings, tallies)
     shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies)
     manifest = manifest_of(settings, inputs, tallies, split_totals, shards)
     commit(corpus_dir, manifest, work)
@@ -282,16 +290,6 @@ def fresh_work_dir(corpus_dir: Path) -> Path:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     return work
-
-
-def partition_into(bucket_paths: list[Path], files: list[Path], output_root: Path, settings: MergeSettings,
-                   tallies: dict[str, DatasetTally]) -> list[dict]:
-    handles = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
-    try:
-        return partition(files, output_root, handles, settings, tallies)
-    finally:
-        for h in handles:
-            h.close()
 
 
 def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSettings,

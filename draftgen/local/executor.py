@@ -33,7 +33,7 @@ from .paths import JOBRUNNER, extract_placement, local_argv, local_path, pod_mou
 from .progress_view import ProgressView
 from .server import GenerationServer, ServerFailed
 from .spec_file import local_spec
-from .state import STATE_FILE, RunState, load_state, next_generation, save_state, spec_digest
+from .state import STATE_FILE, RunState, StateFile, next_generation, spec_digest
 
 NAMESPACE = "local"  # the reconcile's namespace: here it only names the generate config's coordination
 TICK_S = 1.0  # generate publishes its progress this often: the loop's pace when nothing else happens
@@ -81,6 +81,7 @@ class LocalExecutor:
         self.jobs: dict[str, LocalJob] = {}
         self.existing: set[tuple[str, str]] = set()
         self.state = RunState()
+        self.state_file = StateFile(self.run_dir / STATE_FILE)
         self.started: set[str] = set()  # components whose Jobs this run started
         self.interrupted: int | None = None
 
@@ -112,7 +113,7 @@ class LocalExecutor:
         self.check_checkpoint()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.coordination = FileCoordinator(self.coordination_dir, 0)
-        previous = load_state(self.run_dir / STATE_FILE)
+        previous = self.state_file.load()
         digest = spec_digest(self.spec)
         self.state = RunState(next_generation(previous, digest), digest, previous.status, previous.completed_jobs)
         if self.requested_replicas != 1:
@@ -123,7 +124,7 @@ class LocalExecutor:
                 status = self.reconcile_until_done(view)
         finally:
             self.stop_everything()
-            save_state(self.run_dir / STATE_FILE, self.state)
+            self.state_file.save(self.state)
         return self.finish(status)
 
     def reconcile_until_done(self, view: ProgressView) -> api.DatasetGenerationStatus:
@@ -135,7 +136,7 @@ class LocalExecutor:
             self.apply(decision)
             self.show(view, decision.status)
             self.state.status = decision.status
-            save_state(self.run_dir / STATE_FILE, self.state)
+            self.state_file.save(self.state)
             if decision.status.phase in (Phase.SUCCEEDED, Phase.FAILED):
                 return decision.status
             if not (decision.create or decision.delete_jobs):

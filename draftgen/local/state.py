@@ -41,25 +41,28 @@ def next_generation(previous: RunState, digest: str) -> int:
     return previous.generation + 1
 
 
-def load_state(path: Path) -> RunState:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return RunState()
-    return RunState(generation=int(data.get("generation", 0)), spec_digest=str(data.get("spec_digest", "")),
-                    status=DatasetGenerationStatus.model_validate(data.get("status") or {}),
-                    completed_jobs={n: JobState(**j) for n, j in (data.get("completed_jobs") or {}).items()})
+class StateFile:
+    """state.json, written only when it changed, as the operator patches a status only when it changed."""
 
+    def __init__(self, path: Path):
+        self.path = path
+        self.written: dict | None = None  # what the file holds
 
-def save_state(path: Path, state: RunState) -> None:
-    """Write the state when it changed (as the operator patches a status only when it changed)."""
-    data = {"generation": state.generation, "spec_digest": state.spec_digest,
-            "status": state.status.model_dump(by_alias=True, mode="json"),
-            "completed_jobs": {n: dataclasses.asdict(j) for n, j in state.completed_jobs.items()}}
-    try:
-        if json.loads(path.read_text()) == data:
-            return
-    except (OSError, ValueError):
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomically(path, data)
+    def load(self) -> RunState:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return RunState()
+        self.written = data
+        return RunState(generation=int(data.get("generation", 0)), spec_digest=str(data.get("spec_digest", "")),
+                        status=DatasetGenerationStatus.model_validate(data.get("status") or {}),
+                        completed_jobs={n: JobState(**j) for n, j in (data.get("completed_jobs") or {}).items()})
+
+    def save(self, state: RunState) -> None:
+        data = {"generation": state.generation, "spec_digest": state.spec_digest,
+                "status": state.status.model_dump(by_alias=True, mode="json"),
+                "completed_jobs": {n: dataclasses.asdict(j) for n, j in state.completed_jobs.items()}}
+        if data != self.written:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomically(self.path, data)
+            self.written = data
