@@ -88,11 +88,12 @@ def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[
     return path
 
 
-def run_once(replicas: int, budget: int, total_tps: float, rows: int) -> dict:
+def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None) -> dict:
     speedup = total_tps / (REAL_CAPACITY_TPS * replicas)
     with tempfile.TemporaryDirectory(prefix="draftgen-precision-") as tmp:
-        work = Path(tmp)
-        ds = datasets(work, budget, rows)
+        work = Path(tmp) if keep is None else keep / f"replicas-{replicas}"
+        work.mkdir(parents=True, exist_ok=True)
+        ds = datasets(work, budget, rows)[:count]
         capacity = REAL_CAPACITY_TPS * speedup
         sims = [SimulatorProcess(sample_s=1.0, capacity_tps=capacity, per_request_tps=REAL_PER_REQUEST_TPS * speedup,
                                  context_len=32_768, max_running_requests=512, disconnect_poll_s=4.0 / speedup,
@@ -152,9 +153,11 @@ def main() -> int:
     parser.add_argument("--total-tps", type=float, default=100_000.0,
                         help="tokens/s of all the simulators together, in real time (sets the speedup)")
     parser.add_argument("--rows", type=int, default=3000, help="prompts per dataset (enough that none runs out)")
+    parser.add_argument("--datasets", type=int, default=10, help="the first N of the ten datasets")
+    parser.add_argument("--keep", type=Path, default=None, help="leave the run's files (logs, output) here")
     args = parser.parse_args()
     for replicas in (int(n) for n in args.replicas.split(",")):
-        show(run_once(replicas, args.budget, args.total_tps, args.rows))
+        show(run_once(replicas, args.budget, args.total_tps, args.rows, args.datasets, args.keep))
     return 0
 
 

@@ -251,12 +251,25 @@ class DatasetStatus(Model):
     last_update: str | None = None
 
 
+class ReplicaDatasetStatus(Model):
+    """One replica's part of one dataset, as its last report said: what the other replicas read to
+    share the budget (docs/budgets.md)."""
+
+    name: str
+    tokens: int = 0
+    state: DatasetState = DatasetState.PENDING
+    settled: bool = Field(False, description="Sends no more for this dataset, nothing in flight: tokens are final.")
+    budget_tokens: int = Field(0, description="The budget the report was made under.")
+
+
 class ReplicaStatus(Model):
     """The last report folded from one generation replica."""
 
     index: int
     report_time: float | None = Field(None, description="The report's own timestamp (Unix seconds).")
     finished: bool = False
+    datasets: list[ReplicaDatasetStatus] = Field(default_factory=list,
+                                                 json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
 
 
 class Capacity(Model):

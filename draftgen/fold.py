@@ -10,7 +10,7 @@ from draftgen_contracts import budget
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 
-from .api import DatasetGenerationSpec, DatasetStatus, ReplicaStatus
+from .api import DatasetGenerationSpec, DatasetStatus, ReplicaDatasetStatus, ReplicaStatus
 
 
 def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument], previous: list[DatasetStatus],
@@ -48,10 +48,14 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
 
 
 def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument]) -> list[ReplicaStatus]:
-    """Which report of each replica the totals include: a replica subtracts its own tokens as of that
-    report from a dataset's total to learn what the others have (jobrunner.coordination_kube)."""
-    return [ReplicaStatus(index=r, report_time=reports[r].updated_at, finished=reports[r].finished)
-            for r in range(spec.server.replicas) if r in reports]
+    """Each replica's last report, per dataset of the spec: the replicas read one another's parts
+    here to share the budgets (jobrunner.coordination_kube)."""
+    return [ReplicaStatus(
+        index=r, report_time=reports[r].updated_at, finished=reports[r].finished,
+        datasets=[ReplicaDatasetStatus(name=d.name, tokens=e.completion_tokens, state=e.state, settled=e.settled,
+                                       budget_tokens=e.budget_tokens)
+                  for d in spec.datasets if (e := reports[r].datasets.get(d.name)) is not None])
+        for r in range(spec.server.replicas) if r in reports]
 
 
 def is_generation_done(datasets: list[DatasetStatus]) -> bool:

@@ -56,5 +56,10 @@ def test_done_and_progress():
     assert not is_generation_done(half) and progress_text(half) == "50.0%"
 
 
-def test_replicas_name_the_report_they_folded():
-    assert [(r.index, r.report_time) for r in fold_replicas(SPEC, {1: report(1), 0: report(0)})] == [(0, 100.0), (1, 101.0)]
+def test_replicas_name_the_report_they_folded_and_their_part_of_each_dataset():
+    reports = {1: report(1, a=dataset_progress(700, 3, settled=True, budget_tokens=1000)), 0: report(0, a=600, z=5)}
+    folded = fold_replicas(SPEC, reports)
+    assert [(r.index, r.report_time) for r in folded] == [(0, 100.0), (1, 101.0)]
+    assert [(d.name, d.tokens, d.settled) for d in folded[0].datasets] == [("a", 600, False)]  # z is not in the spec
+    [a] = folded[1].datasets
+    assert (a.tokens, a.settled, a.budget_tokens, a.state) == (700, True, 1000, "Generating")

@@ -2,14 +2,12 @@
 
 A dataset's kept tokens are the completion tokens of its completed responses (finish reason
 `stop` or `length`); an aborted response never counts, whatever it generated. With several
-replicas sharing one budget, a replica's `tokens` are its own written tokens plus those the
-coordinator reports from the other replicas; the operator calls the same functions on the totals
-it folds from every replica's report. Nothing here does I/O.
+replicas sharing one budget, a replica's `tokens` are its own written tokens plus those the other
+replicas reported (how they share it: budget_shares); the operator calls the same functions on the
+totals it folds from every replica's report. Nothing here does I/O.
 """
 
 from __future__ import annotations
-
-import math
 
 from .states import DatasetState
 
@@ -46,48 +44,12 @@ def should_dispatch(
 ) -> bool:
     """Whether the dataset still wants requests: until the budget is met (in-flight requests are
     then aborted); with a sample cap, requests in flight count against the cap so the cap is never
-    overshot. The engine also holds dispatch back while `in_flight_covers_budget`.
+    overshot. The engine also holds dispatch back while its requests in flight cover its share
+    (draftgen_contracts.budget_shares).
     """
     if is_dataset_done(budget_tokens, tokens, sample_cap, samples, stopped):
         return False
     return sample_cap is None or samples + in_flight < sample_cap
-
-
-# Completed responses needed before their mean length is trusted to predict the ones in flight.
-MIN_RESPONSES_FOR_ESTIMATE = 8
-
-
-def in_flight_covers_budget(
-    budget_tokens: int, tokens: int, in_flight: int, in_flight_seconds: float,
-    responses: int, response_tokens: int, response_seconds: float, replicas: int = 1,
-) -> bool:
-    """Whether the requests in flight are expected to bring the dataset to its budget, so that one
-    more request would most likely be aborted at the crossing, its partial work wasted.
-
-    `responses` completed so far took `response_seconds` in all (send to answer) for
-    `response_tokens`; `in_flight` requests have been out `in_flight_seconds` in all. They are
-    expected to bring the larger of two lower estimates:
-    - `in_flight` x the mean completion length so far. Short responses finish first, so this
-      mean runs low while requests are in flight;
-    - what they have generated already: `in_flight_seconds` x the observed tokens per request-second.
-      The requests still in flight are the long ones (length bias), which the mean misses.
-    Erring low means sending a few requests too many (some waste), never holding back what the
-    budget needs. Below `MIN_RESPONSES_FOR_ESTIMATE` responses there is no estimate and nothing is
-    held back. When the requests finish short, `in_flight` drops, the rest is no longer covered and
-    dispatch resumes.
-
-    With `replicas` sharing the budget, each compares its own requests with its share of what
-    remains (remaining / replicas): together they keep about the remainder in flight, not `replicas`
-    times it, each of whose excess would be aborted at the crossing. Holding is reversible (a replica
-    whose peers finished short or ran out of rows dispatches again when its own requests drain), and
-    the stop itself stays on the counted total.
-    """
-    if in_flight == 0 or responses < MIN_RESPONSES_FOR_ESTIMATE:
-        return False
-    expected = in_flight * response_tokens / responses
-    if response_seconds > 0:
-        expected = max(expected, in_flight_seconds * response_tokens / response_seconds)
-    return expected >= math.ceil(remaining_tokens(budget_tokens, tokens) / max(1, replicas))
 
 
 def remaining_tokens(budget_tokens: int, tokens: int) -> int:

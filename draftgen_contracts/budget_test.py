@@ -55,32 +55,3 @@ def test_dataset_state(args, flags, state):
 
 
 ESTIMATE = {"responses": 10, "response_tokens": 200}  # a mean of 20 tokens per response
-
-
-@pytest.mark.parametrize("tokens, in_flight, in_flight_seconds, responses, response_seconds, covered", [
-    # 100 tokens left: 5 in flight x mean 20 cover them, 4 do not
-    (900, 5, 0.0, ESTIMATE, 0.0, True),
-    (900, 4, 0.0, ESTIMATE, 0.0, False),
-    # at 10 tokens per request-second, 2 requests out 6 s in all made ~60 tokens, 10 s ~100
-    (900, 2, 6.0, ESTIMATE, 20.0, False),
-    (900, 2, 10.0, ESTIMATE, 20.0, True),
-    # too few responses for an estimate; nothing in flight
-    (900, 100, 100.0, {"responses": budget.MIN_RESPONSES_FOR_ESTIMATE - 1, "response_tokens": 350}, 1.0, False),
-    (999, 0, 0.0, ESTIMATE, 20.0, False),
-    # they finished short: the remainder is no longer covered, dispatch resumes
-    (930, 1, 0.5, {"responses": 14, "response_tokens": 270}, 27.0, False),
-])
-def test_in_flight_covers_budget(tokens, in_flight, in_flight_seconds, responses, response_seconds, covered):
-    assert budget.in_flight_covers_budget(1000, tokens, in_flight, in_flight_seconds,
-                                          response_seconds=response_seconds, **responses) == covered
-
-
-@pytest.mark.parametrize("replicas, in_flight, covered", [
-    (1, 3, False),  # 100 left, 3 x mean 20 in flight: not covered for one replica alone
-    (2, 3, True),  # two replicas: each holds once its own requests cover its half, 50
-    (4, 2, True),  # four: a quarter, 25
-    (4, 1, False),
-])
-def test_replicas_hold_against_their_share_of_what_remains(replicas, in_flight, covered):
-    assert budget.in_flight_covers_budget(1000, 900, in_flight, 0.0, response_seconds=0.0, replicas=replicas,
-                                          **ESTIMATE) == covered

@@ -9,7 +9,7 @@ cluster it is the `progress.json` key of the replica's report ConfigMap; locally
      "datasets": {"<name>": {"state": "Generating", "completion_tokens": 123, "samples": 4,
                              "skipped": 1, "skipped_by_reason": {"too_long": 1}, "truncated": 0,
                              "budget_tokens": 10000, "tokens_per_second": 812.5, "eta_s": 11.2,
-                             "in_flight": 150}}}
+                             "in_flight": 150, "settled": false}}}
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ class DatasetProgress(_Document):
     tokens_per_second: float = 0.0
     eta_s: float | None = None
     in_flight: int = Field(0, ge=0)
+    # Sends no more for this dataset and has nothing in flight, so `completion_tokens` is final for
+    # this budget (draftgen_contracts.budget_shares): the replica finishing the dataset counts on it.
+    settled: bool = False
 
 
 class ProgressDocument(_Document):
@@ -71,11 +74,3 @@ def parse_progress(data: Any) -> ProgressDocument | None:
     except ValidationError:
         return None
 
-
-def tokens_by_dataset(documents) -> dict[str, int]:
-    """Completion tokens per dataset, summed over some replicas' documents."""
-    totals: dict[str, int] = {}
-    for document in documents:
-        for name, tokens in document.tokens().items():
-            totals[name] = totals.get(name, 0) + tokens
-    return totals

@@ -1,9 +1,10 @@
 """Progress between a generate process and whoever coordinates it (docs/contracts.md).
 
-The protocol is three calls: a replica `publish`es its durable per-dataset totals (a
-`ProgressDocument`), and reads back the datasets someone else declared done (`stopped_datasets`)
-and the tokens the other replicas have produced for each dataset (`tokens_elsewhere`), so replicas
-sharing one budget stop together.
+The protocol: a replica `publish`es its durable per-dataset totals (a `ProgressDocument`), and
+reads back the datasets someone else declared done (`stopped_datasets`), the other replicas' last
+reports per dataset (`peers`: their tokens, and whether they settled, for the budget sharing of
+draftgen_contracts.budget_shares), and, once at start, its own last report before this process
+(`previous_own`: a restarted replica keeps its predecessor's word).
 
 `FileCoordinator` implements it with atomic JSON files in one directory (the local runner, tests);
 `jobrunner.coordination_kube.KubeCoordinator` with the replica's report ConfigMap and the
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from draftgen_contracts import names
-from draftgen_contracts.progress import ProgressDocument, parse_progress, tokens_by_dataset
+from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
 from jobrunner.atomic import write_bytes_atomically, write_json_atomically
 
 
@@ -29,8 +30,21 @@ class Coordinator(Protocol):
     def stopped_datasets(self) -> set[str]:
         """Datasets declared done elsewhere (e.g. the shared budget was met over all replicas)."""
 
-    def tokens_elsewhere(self) -> dict[str, int]:
-        """Per dataset, the completion tokens the other replicas have published."""
+    def peers(self) -> dict[str, dict[int, DatasetProgress]]:
+        """Per dataset, the other replicas' last published progress, by replica index."""
+
+    def previous_own(self) -> ProgressDocument | None:
+        """This replica's last published progress from before this process, if any."""
+
+
+def peers_of(replica: int, documents: dict[int, ProgressDocument]) -> dict[str, dict[int, DatasetProgress]]:
+    """Per dataset, every other replica's entry in its document."""
+    found: dict[str, dict[int, DatasetProgress]] = {}
+    for r, document in documents.items():
+        if r != replica:
+            for name, entry in document.datasets.items():
+                found.setdefault(name, {})[r] = entry
+    return found
 
 
 class FileCoordinator:
@@ -40,6 +54,7 @@ class FileCoordinator:
         self.directory = Path(directory)
         self.replica = replica
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._previous = parse_progress(_read_bytes(self.progress_path(replica)))
 
     def progress_path(self, replica: int) -> Path:
         return self.directory / names.progress_file_name(replica)
@@ -68,8 +83,11 @@ class FileCoordinator:
                 found[replica] = document
         return found
 
-    def tokens_elsewhere(self) -> dict[str, int]:
-        return tokens_by_dataset(p for r, p in self.all_progress().items() if r != self.replica)
+    def peers(self) -> dict[str, dict[int, DatasetProgress]]:
+        return peers_of(self.replica, self.all_progress())
+
+    def previous_own(self) -> ProgressDocument | None:
+        return self._previous
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -2,29 +2,27 @@
 
 A replica publishes its progress into its own report ConfigMap (the only objects its
 ServiceAccount may write), and learns from its DatasetGeneration's status, which the operator
-alone writes, which datasets are done over all replicas and how many tokens the others have.
-
-The status says which of our reports its totals include (`status.replicas[].reportTime`), so
-`tokens_elsewhere` is a dataset's total minus our own tokens *as of that report*: exact, however
-far our count has moved since. Reads are rate-limited to one GET per `min_poll_s`; an API error
-keeps the last known view (generation never stops because the API server blinked).
+alone writes, which datasets are done over all replicas and what each other replica last
+reported per dataset (`status.replicas[].datasets`: tokens, state, settled, the budget they were
+reported under). That view is one fold interval older than the reports; the budget sharing only
+ever waits on it (draftgen_contracts.budget_shares). Reads are rate-limited to one GET per
+`min_poll_s`; an API error keeps the last known view (generation never stops because the API
+server blinked).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from draftgen_contracts import names
-from draftgen_contracts.progress import ProgressDocument, parse_progress
+from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
 from draftgen_contracts.states import DATASET_DONE
 
 log = logging.getLogger("jobrunner.coordination")
-
-REMEMBERED_REPORTS = 64
 
 
 def load_kube_config() -> None:
@@ -34,16 +32,24 @@ def load_kube_config() -> None:
         config.load_kube_config()
 
 
-def tokens_elsewhere(status: dict, replica: int, own_tokens_at: dict[float, dict[str, int]]) -> dict[str, int]:
-    """Per dataset, the status total minus this replica's tokens in the report the total includes.
-    A report we do not remember counts as our latest one (tokens only grow, so this errs low: the
-    replica relies a little longer on the operator's stop, and never stops early)."""
-    folded = next((r for r in status.get("replicas") or [] if r.get("index") == replica), None)
-    if folded is None or folded.get("reportTime") is None:
-        own: dict[str, int] = {}
-    else:
-        own = own_tokens_at.get(folded["reportTime"]) or (list(own_tokens_at.values())[-1] if own_tokens_at else {})
-    return {d["name"]: max(0, int(d.get("tokens", 0)) - own.get(d["name"], 0)) for d in status.get("datasets") or []}
+class EveryDataset(frozenset):
+    """The stopped set of a DatasetGeneration that was deleted: every dataset is done."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+def peers_in_status(status: dict, replica: int) -> dict[str, dict[int, DatasetProgress]]:
+    """Per dataset, the other replicas' entries as the status folded them (status.replicas[].datasets)."""
+    found: dict[str, dict[int, DatasetProgress]] = {}
+    for folded in status.get("replicas") or []:
+        if folded.get("index") == replica:
+            continue
+        for d in folded.get("datasets") or []:
+            found.setdefault(d["name"], {})[folded["index"]] = DatasetProgress(
+                state=d.get("state", "Pending"), completion_tokens=d.get("tokens", 0),
+                budget_tokens=d.get("budgetTokens", 0), settled=d.get("settled", False))
+    return found
 
 
 class KubeCoordinator:
@@ -53,32 +59,27 @@ class KubeCoordinator:
         self.core = client.CoreV1Api()
         self.custom = client.CustomObjectsApi()
         self.min_poll_s = min_poll_s
-        self._own_tokens_at: OrderedDict[float, dict[str, int]] = OrderedDict()
         self._status: dict = {}
+        self._gone = False  # the DatasetGeneration was deleted: nothing is left to generate for
         self._polled_at = float("-inf")
-        self._remember_previous_report()
+        self._previous = self._read_previous_report()
 
-    def _remember_previous_report(self) -> None:
-        """A restarted replica (a new pod, after a suspend or a budget raise) resumes its output, and
-        the status may still count the report its predecessor published last: remember that one."""
+    def _read_previous_report(self) -> ProgressDocument | None:
+        """What this replica's predecessor (a pod before a restart, a suspend or a budget change)
+        published last: a settled dataset stays settled."""
         try:
             data = self.core.read_namespaced_config_map(self.report, self.namespace, _request_timeout=10).data or {}
-        except Exception as e:  # none yet, or unreadable: then the status holds nothing of ours
+        except Exception as e:  # none yet, or unreadable: then there is nothing to keep
             log.info("no previous report for %s: %s", self.report, e)
-            return
-        previous = parse_progress(data.get(names.REPORT_KEY))
-        if previous is not None:
-            self._remember(previous)
-
-    def _remember(self, progress: ProgressDocument) -> None:
-        self._own_tokens_at[progress.updated_at] = progress.tokens()
-        while len(self._own_tokens_at) > REMEMBERED_REPORTS:
-            self._own_tokens_at.popitem(last=False)
+            return None
+        return parse_progress(data.get(names.REPORT_KEY))
 
     def publish(self, progress: ProgressDocument) -> None:
         self.core.patch_namespaced_config_map(self.report, self.namespace,
                                               {"data": {names.REPORT_KEY: progress.to_json()}}, _request_timeout=10)
-        self._remember(progress)
+
+    def previous_own(self) -> ProgressDocument | None:
+        return self._previous
 
     def _current_status(self) -> dict:
         if time.monotonic() - self._polled_at >= self.min_poll_s:
@@ -87,12 +88,18 @@ class KubeCoordinator:
                     names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.name, _request_timeout=10)
                 self._status = obj.get("status") or {}
                 self._polled_at = time.monotonic()
+            except ApiException as e:
+                if e.status == 404:  # deleted: a replica waiting on its peers would wait forever
+                    self._gone = True
+                log.warning("could not read DatasetGeneration %s/%s: %s", self.namespace, self.name, e.reason)
             except Exception as e:  # keep the last view; the next poll retries
                 log.warning("could not read DatasetGeneration %s/%s: %s", self.namespace, self.name, e)
         return self._status
 
     def stopped_datasets(self) -> set[str]:
+        if self._gone:
+            return EveryDataset()
         return {d["name"] for d in self._current_status().get("datasets") or [] if d.get("state") in DATASET_DONE}
 
-    def tokens_elsewhere(self) -> dict[str, int]:
-        return tokens_elsewhere(self._current_status(), self.replica, self._own_tokens_at)
+    def peers(self) -> dict[str, dict[int, DatasetProgress]]:
+        return peers_in_status(self._current_status(), self.replica)

@@ -1,22 +1,25 @@
-from jobrunner.coordination_kube import tokens_elsewhere
+from jobrunner.coordination_kube import EveryDataset, peers_in_status
 
-STATUS = {"replicas": [{"index": 0, "reportTime": 100.0}, {"index": 1, "reportTime": 101.0}],
-          "datasets": [{"name": "chat", "tokens": 10_000}, {"name": "code", "tokens": 500}]}
-
-
-def test_subtracts_own_tokens_as_of_the_folded_report_not_as_of_now():
-    own = {95.0: {"chat": 3_000}, 100.0: {"chat": 5_000, "code": 500}, 105.0: {"chat": 8_000, "code": 900}}
-    assert tokens_elsewhere(STATUS, 0, own) == {"chat": 5_000, "code": 0}
-
-
-def test_before_any_report_was_folded_everything_is_elsewhere():
-    assert tokens_elsewhere({"datasets": STATUS["datasets"]}, 0, {}) == {"chat": 10_000, "code": 500}
+STATUS = {"replicas": [
+    {"index": 0, "reportTime": 100.0, "datasets": [{"name": "chat", "tokens": 4_000, "state": "Generating",
+                                                    "budgetTokens": 10_000}]},
+    {"index": 1, "reportTime": 101.0, "datasets": [
+        {"name": "chat", "tokens": 5_100, "state": "Generating", "budgetTokens": 10_000, "settled": True},
+        {"name": "code", "tokens": 500, "state": "Exhausted", "budgetTokens": 900}]},
+]}
 
 
-def test_a_forgotten_report_errs_low():
-    assert tokens_elsewhere(STATUS, 1, {200.0: {"chat": 9_000}}) == {"chat": 1_000, "code": 500}
+def test_peers_are_the_other_replicas_folded_entries():
+    peers = peers_in_status(STATUS, 0)
+    assert set(peers) == {"chat", "code"} and set(peers["chat"]) == {1}
+    chat = peers["chat"][1]
+    assert (chat.completion_tokens, chat.settled, chat.budget_tokens) == (5_100, True, 10_000)
+    assert peers["code"][1].state == "Exhausted"
 
 
-def test_a_restarted_replica_subtracts_its_predecessors_last_report():
-    # what _remember_previous_report seeds: the report the status still folds
-    assert tokens_elsewhere(STATUS, 0, {100.0: {"chat": 4_000, "code": 500}}) == {"chat": 6_000, "code": 0}
+def test_a_status_without_replicas_has_no_peers():
+    assert peers_in_status({}, 0) == {} and peers_in_status({"replicas": [{"index": 0}]}, 1) == {}
+
+
+def test_a_deleted_generation_stops_every_dataset():
+    assert "anything" in EveryDataset()

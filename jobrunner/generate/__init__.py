@@ -14,12 +14,12 @@ Per dataset, in the configured order:
   server (`/abort_request`, so no GPU time is spent on it after that) and its Task is cancelled
   (Tasks, never bare coroutines: cancelling a coroutine object does nothing, which is how the
   reference run's early stop hung);
-- once the requests in flight are expected to meet this replica's share of what remains of the
-  dataset's budget (`budget.in_flight_covers_budget`: the larger of in-flight count x mean
-  completion length and what they have generated already, against remaining / replicas), the
-  dataset sends no more and the next dataset starts while
-  they finish, so few requests are left to abort at the crossing; if they finish short, the
-  dataset dispatches again, sharing the class slots with the next one;
+- each replica owns a fixed share of every budget and one replica, the receiver, makes the last
+  part once the others have settled (draftgen_contracts.budget_shares, docs/budgets.md); a dataset
+  sends no more while its requests in flight are expected to bring what this replica may still add
+  (`length_model`: Kaplan-Meier over the completed lengths and the partial ones in flight), and the
+  next dataset starts meanwhile; if they fall short, it dispatches again, sharing the class slots;
+- the next dataset also starts when this one waits for a full class while another has room;
 - when a dataset runs out of rows, the next dataset starts at once while the last requests of the
   previous one finish: the class slots are shared, so the GPUs stay full across the switch.
 
@@ -30,6 +30,7 @@ not recorded: its row is generated again on the next run, and the process exits 
 exits 0.
 
     dataset_run  one dataset's live state in this process, and the budget questions it answers
+    length_model what the requests in flight are expected to bring, from the lengths seen so far
     feed         rows read and tokenized off the event loop, a chunk ahead
     engine       dispatch, completion, the stop at the budget, publishing progress
     run          one generate process: its client, coordinator, signals and exit status

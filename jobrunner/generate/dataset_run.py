@@ -1,14 +1,19 @@
-"""One dataset's live state in this generate process, and the budget questions it answers."""
+"""One dataset's live state in this generate process, and the budget questions it answers
+(docs/budgets.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
-from draftgen_contracts import budget
+from draftgen_contracts import budget, budget_shares
+from draftgen_contracts.budget_shares import Spend
 from draftgen_contracts.progress import DatasetProgress
+from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig
+from jobrunner.generate.length_model import LengthModel
 from jobrunner.output import PartWriter
 from jobrunner.prompts import Prompt
 from jobrunner.stats import RateMeter
@@ -25,6 +30,51 @@ def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
     return {**dataset.sampling_params, "max_new_tokens": prompt.max_new_tokens}
 
 
+def surplus(finals: dict[int, float], need: float) -> list[int]:
+    """The requests (rows, by expected final length, oldest first) that the older ones make
+    unnecessary: newest first, as long as the rest are still expected to bring `need`."""
+    covered, trimmed = sum(finals.values()), []
+    for row, final in reversed(finals.items()):
+        if covered - final < need:
+            break
+        covered -= final
+        trimmed.append(row)
+    return trimmed
+
+
+def peer_spend(progress: DatasetProgress, budget_tokens: int) -> Spend:
+    """What another replica's report says for the budget sharing. `settled` and `Exhausted` were
+    said of the budget the report names: under another budget they promise nothing."""
+    same_budget = progress.budget_tokens == budget_tokens
+    exhausted = same_budget and progress.state == DatasetState.EXHAUSTED
+    return Spend(progress.completion_tokens, settled=exhausted or (same_budget and progress.settled),
+                 exhausted=exhausted)
+
+
+# How long an estimate of the requests in flight is reused while nothing else changes: their
+# partial lengths grow by speed x this in the meantime.
+ESTIMATE_TTL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Estimate:
+    finals: dict[int, float]  # by row, oldest request first: the length each is expected to end at
+    expected_response: float  # the expected length of a request not sent yet
+
+    @property
+    def coverage(self) -> float:
+        """What the requests in flight are expected to bring in all."""
+        return sum(self.finals.values())
+
+
+@dataclass
+class InFlight:
+    task: asyncio.Task
+    rid: str
+    prompt: Prompt
+    dispatched_at: float  # time.monotonic()
+
+
 @dataclass
 class DatasetRun:
     """The live state of one dataset in this process."""
@@ -32,49 +82,147 @@ class DatasetRun:
     config: DatasetConfig
     writer: PartWriter
     sample_cap: int | None
-    replicas: int = 1  # replicas sharing the budget: this one holds dispatch against its share
-    in_flight: dict[int, tuple[asyncio.Task, str]] = field(default_factory=dict)  # row -> (task, rid)
-    tokens_elsewhere: int = 0
+    max_new_tokens: int  # the largest any of its requests may ask for: where the length model ends
+    replicas: int = 1
+    replica: int = 0
+    in_flight: dict[int, InFlight] = field(default_factory=dict)  # by row
+    peers: dict[int, DatasetProgress] = field(default_factory=dict)  # the other replicas' last reports
     stopped_externally: bool = False
     started: bool = False
     rows_exhausted: bool = False
     stopping: bool = False  # dispatch stopped and in-flight aborted
+    settled: bool = False  # this replica sends no more for the dataset (budget_shares.settles)
+    requeued: deque[Prompt] = field(default_factory=deque)  # rows whose requests were trimmed, to send again
+    sends: dict[int, int] = field(default_factory=dict)  # row -> times sent, for a fresh rid on each
+    waiting_for_class: str | None = None  # the class the feed's next prompt waits for
     transient_failures: int = 0
     rate: RateMeter = field(default_factory=RateMeter)
-    # For `budget.in_flight_covers_budget`: the sum of the in-flight requests' send times (their
-    # total age in O(1)), and this process's completed responses, their tokens and seconds.
-    dispatched_at_sum: float = 0.0
-    responses: int = 0
+    lengths: LengthModel = field(init=False)
+    # This process's completed responses: tokens over seconds is the speed of one request, from
+    # which a request in flight's partial length is estimated.
     response_tokens: int = 0
     response_seconds: float = 0.0
+    version: int = 0
+    _estimate: Estimate | None = None
+    _estimate_key: tuple = ()
+
+    def __post_init__(self) -> None:
+        self.lengths = LengthModel(self.max_new_tokens)
 
     @property
     def name(self) -> str:
         return self.config.name
 
     @property
+    def budget_tokens(self) -> int:
+        return self.config.budget_tokens
+
+    @property
+    def own_tokens(self) -> int:
+        return self.writer.totals.completion_tokens
+
+    @property
     def tokens(self) -> int:
         """Tokens counted against the budget: own written ones plus the other replicas' published ones."""
-        return self.writer.totals.completion_tokens + self.tokens_elsewhere
+        return self.own_tokens + sum(p.completion_tokens for p in self.peers.values())
+
+    # ---- the budget over all replicas -------------------------------------------------------
 
     def is_done(self) -> bool:
-        return budget.is_dataset_done(self.config.budget_tokens, self.tokens, self.sample_cap,
+        return budget.is_dataset_done(self.budget_tokens, self.tokens, self.sample_cap,
                                       self.writer.totals.records, self.stopped_externally)
+
+    def spends(self) -> dict[int, Spend]:
+        return {r: peer_spend(p, self.budget_tokens) for r, p in self.peers.items()}
+
+    def is_receiver(self) -> bool:
+        exhausted = {r for r, s in self.spends().items() if s.exhausted}
+        return budget_shares.receiver(self.replicas, exhausted) == self.replica
+
+    def others_settled(self) -> bool:
+        spends = self.spends()
+        return all(r in spends and spends[r].settled for r in range(self.replicas) if r != self.replica)
+
+    # ---- what is in flight ------------------------------------------------------------------
+
+    def changed(self) -> None:
+        """Something the estimate depends on changed (a dispatch, a completion, the peers' reports)."""
+        self.version += 1
+
+    def estimate(self, now: float) -> Estimate:
+        """The length model applied to the requests in flight; recomputed when something changed
+        or the partial lengths have grown for `ESTIMATE_TTL_S`."""
+        key = (self.version, int(now / ESTIMATE_TTL_S))
+        if self._estimate is None or self._estimate_key != key:
+            oldest_first = sorted(self.in_flight, key=lambda row: self.in_flight[row].dispatched_at)
+            partials = self._partials(now, oldest_first)
+            table = self.lengths.final_length_table(partials)
+            finals = self.lengths.expected_finals(partials, table)
+            self._estimate = Estimate(dict(zip(oldest_first, finals)), table[0])
+            self._estimate_key = key
+        return self._estimate
+
+    def _partials(self, now: float, rows=None) -> list[float]:
+        """Tokens each request in flight has generated by now, estimated from this process's speed
+        of one request (completed tokens over their seconds); oldest first unless `rows` says."""
+        speed = self.response_tokens / self.response_seconds if self.response_seconds > 0 else 0.0
+        if rows is None:
+            rows = sorted(self.in_flight, key=lambda row: self.in_flight[row].dispatched_at)
+        return [min(self.in_flight[r].prompt.max_new_tokens, speed * (now - self.in_flight[r].dispatched_at))
+                for r in rows]
+
+    def remaining(self, now: float) -> int:
+        """What this replica may still bring to the dataset (budget_shares.allowance)."""
+        return budget_shares.allowance(self.budget_tokens, self.replicas, self.replica, self.own_tokens,
+                                       self.spends(), self.estimate(now).expected_response)
+
+    # ---- decisions ----------------------------------------------------------------------------
 
     def should_dispatch(self) -> bool:
         return not self.stopping and budget.should_dispatch(
-            self.config.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
-            len(self.in_flight), self.stopped_externally) and not self.in_flight_covers_budget()
+            self.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
+            len(self.in_flight), self.stopped_externally) and not self.is_covered()
 
-    def in_flight_covers_budget(self) -> bool:
-        in_flight_seconds = len(self.in_flight) * time.monotonic() - self.dispatched_at_sum
-        return budget.in_flight_covers_budget(
-            self.config.budget_tokens, self.tokens, len(self.in_flight), in_flight_seconds,
-            self.responses, self.response_tokens, self.response_seconds, self.replicas)
+    def is_covered(self) -> bool:
+        """Whether this replica should send no more for the dataset for now: settled, or the
+        requests in flight are expected to bring all it may still add (one more would most likely
+        overshoot, or be aborted at the crossing). The next dataset may then start."""
+        if self.settled:
+            return True
+        now = time.monotonic()
+        estimate = self.estimate(now)
+        return not budget_shares.wants_another(self.is_receiver(), self.remaining(now), estimate.coverage,
+                                               estimate.expected_response)
+
+    def rows_to_trim(self) -> list[int]:
+        """Requests to abort now because the others in flight are expected to bring what remains
+        without them: the youngest first (the least work lost, the most still to pay for). Only
+        where an overshoot is excess: at the receiver once every other replica has settled. A
+        replica's overshoot of its share, or the receiver's of its reserve, is absorbed by what
+        the receiver makes last, and trimming there was measured to throw away more than it saves
+        (docs/budgets.md)."""
+        if not self.in_flight or self.stopping or not (self.is_receiver() and self.others_settled()):
+            return []
+        now = time.monotonic()
+        return surplus(self.estimate(now).finals, self.remaining(now))
+
+    def should_settle(self) -> bool:
+        now = time.monotonic()
+        return not self.settled and budget_shares.settles(
+            self.is_receiver(), self.remaining(now), len(self.in_flight), self.estimate(now).expected_response)
+
+    def record_response(self, tokens: int, seconds: float) -> None:
+        self.lengths.add(tokens)
+        self.response_tokens += tokens
+        self.response_seconds += seconds
+        self.changed()
+
+    # ---- reports ------------------------------------------------------------------------------
 
     def state(self) -> str:
-        exhausted = self.rows_exhausted and not self.in_flight and self.transient_failures == 0
-        return budget.dataset_state(self.config.budget_tokens, self.tokens, self.sample_cap,
+        exhausted = (self.rows_exhausted and not self.in_flight and not self.requeued
+                     and self.transient_failures == 0)
+        return budget.dataset_state(self.budget_tokens, self.tokens, self.sample_cap,
                                     self.writer.totals.records, started=self.started, exhausted=exhausted,
                                     stopped=self.stopped_externally)
 
@@ -85,6 +233,6 @@ class DatasetRun:
         return DatasetProgress(
             state=self.state(), completion_tokens=durable.completion_tokens, samples=durable.records,
             skipped=durable.skipped, skipped_by_reason=dict(durable.skipped_by_reason),
-            truncated=durable.finish_reasons.get("length", 0), budget_tokens=self.config.budget_tokens,
-            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.config.budget_tokens, self.tokens, rate),
-            in_flight=len(self.in_flight))
+            truncated=durable.finish_reasons.get("length", 0), budget_tokens=self.budget_tokens,
+            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
+            in_flight=len(self.in_flight), settled=self.settled and not self.in_flight)

@@ -17,7 +17,7 @@ from draftgen_contracts.states import DatasetState
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator
 from jobrunner.datasets import read_rows
-from jobrunner.generate.dataset_run import DatasetRun, replica_sample_cap, sampling_params_for
+from jobrunner.generate.dataset_run import DatasetRun, InFlight, replica_sample_cap, sampling_params_for
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.output import PartWriter
 from jobrunner.prompts import Prompt, PromptPreparer
@@ -103,16 +103,25 @@ class Engine:
 
     def _open_datasets(self) -> None:
         cfg = self.config
+        previous = self.coordinator.previous_own()
+        largest_max_new = max(c.max_new_tokens for c in self.classes.values())
         for d in cfg.datasets:
             writer = PartWriter(cfg.output_root, d.name, cfg.replica)
-            self.runs.append(DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
-                                        replicas=cfg.replicas))
+            run = DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
+                             max_new_tokens=d.max_new_tokens or largest_max_new,
+                             replicas=cfg.replicas, replica=cfg.replica)
+            # Settling is for good under one budget: a restarted replica keeps its predecessor's
+            # word, which the replica finishing the dataset may already have counted on.
+            before = previous.datasets.get(d.name) if previous else None
+            run.settled = bool(before and before.settled and before.budget_tokens == d.budget_tokens)
+            self.runs.append(run)
         self._refresh_coordination()
 
     async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
-        """Start each dataset's feed in turn. The next dataset starts once this one is out of rows or
-        its requests in flight are expected to meet its budget; a feed goes on and dispatches again
-        if they fall short."""
+        """Start each dataset's feed in turn. The next dataset starts once this one is out of rows,
+        its requests in flight are expected to bring all it may still add, or it waits for a full
+        class while another class has room; a feed goes on and dispatches again if its requests
+        fall short."""
         for run in self.runs:
             if self._shutdown or self._failed:
                 return
@@ -124,7 +133,8 @@ class Engine:
             feed = asyncio.create_task(self._feed(run))
             feed.add_done_callback(lambda _t: self._notify())
             feeds.append(feed)
-            await self._wait_until(lambda: feed.done() or run.in_flight_covers_budget())
+            await self._wait_until(lambda: feed.done() or run.rows_exhausted or run.is_covered()
+                                   or self._blocked_on_class(run))
             if feed.done():
                 feed.result()  # a feed that failed fails the run
 
@@ -156,6 +166,7 @@ class Engine:
     async def _feed(self, run: DatasetRun) -> None:
         d = run.config
         run.started = True
+        self._rebalance(run)  # a share smaller than one response settles before sending anything
         preparer = PromptPreparer(
             tokenizer=self.tokenizer, template_kwargs=self.config.template_kwargs_for(d),
             classes=list(self.classes.values()), context_length=self.context_length,
@@ -170,14 +181,42 @@ class Engine:
                 if not isinstance(item, Prompt):
                     run.writer.append_skip(item.row, item.reason, item.detail)
                     continue
-                ready_at = time.monotonic()
-                await self._wait_until(lambda: self._can_dispatch(run, item) or not self._wants_more(run))
-                if not self._wants_more(run):
+                if not await self._send_requeued(run) or not await self._send(run, item):
                     return
-                self._dispatch(run, item, time.monotonic() - ready_at)
+            # Out of new rows (the next dataset may start); the rows of trimmed requests may still
+            # come back until none is in flight.
             run.rows_exhausted = True
+            while True:
+                await self._wait_until(lambda: run.requeued or not run.in_flight or not self._wants_more(run))
+                if not run.requeued or not await self._send_requeued(run):
+                    break
         finally:
             await prompts.aclose()
+
+    async def _send_requeued(self, run: DatasetRun) -> bool:
+        while run.requeued:
+            if not await self._send(run, run.requeued.popleft()):
+                return False
+        return True
+
+    async def _send(self, run: DatasetRun, prompt: Prompt) -> bool:
+        """Dispatch `prompt` once its class and the budget allow; False when the dataset wants no more."""
+        ready_at = time.monotonic()
+        run.waiting_for_class = prompt.prompt_class
+        try:
+            await self._wait_until(lambda: self._can_dispatch(run, prompt) or not self._wants_more(run))
+        finally:
+            run.waiting_for_class = None
+        if not self._wants_more(run):
+            return False
+        self._dispatch(run, prompt, time.monotonic() - ready_at)
+        return True
+
+    def _blocked_on_class(self, run: DatasetRun) -> bool:
+        """The dataset's next prompt waits for a full class while another class has free slots."""
+        waiting = run.waiting_for_class
+        return waiting is not None and self.class_in_flight[waiting] >= self.classes[waiting].concurrency and any(
+            self.class_in_flight[c.name] < c.concurrency for c in self.classes.values() if c.name != waiting)
 
     def _wants_more(self, run: DatasetRun) -> bool:
         """False once the dataset is done for this process (budget, cap, stop, shutdown, failure)."""
@@ -197,21 +236,24 @@ class Engine:
         return run.should_dispatch()
 
     def _dispatch(self, run: DatasetRun, prompt: Prompt, queued_s: float) -> None:
-        rid = make_rid(self.run_key, names.sample_id(run.name, prompt.row), 0)
+        # A row sent again after a trim gets a fresh rid: the server may still hold the old one.
+        sends = run.sends[prompt.row] = run.sends.get(prompt.row, -1) + 1
+        rid = make_rid(self.run_key, names.sample_id(run.name, prompt.row), sends)
         task = asyncio.create_task(self._request(run, prompt, rid, queued_s), name=rid)
-        dispatched_at = time.monotonic()
-        run.in_flight[prompt.row] = (task, rid)
-        run.dispatched_at_sum += dispatched_at
+        entry = run.in_flight[prompt.row] = InFlight(task, rid, prompt, time.monotonic())
+        run.changed()
         self.class_in_flight[prompt.prompt_class] += 1
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
-        task.add_done_callback(lambda _t: self._finished(run, prompt, dispatched_at))
+        task.add_done_callback(lambda _t: self._finished(run, entry))
         self._notify()  # the dispatch may have made the in-flight requests cover the budget
 
-    def _finished(self, run: DatasetRun, prompt: Prompt, dispatched_at: float) -> None:
-        run.in_flight.pop(prompt.row, None)
-        run.dispatched_at_sum -= dispatched_at
-        self.class_in_flight[prompt.prompt_class] -= 1
+    def _finished(self, run: DatasetRun, entry: InFlight) -> None:
+        if run.in_flight.get(entry.prompt.row) is entry:
+            del run.in_flight[entry.prompt.row]
+        run.changed()
+        self.class_in_flight[entry.prompt.prompt_class] -= 1
+        self._rebalance(run)
         self._notify()
 
     async def _request(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
@@ -257,9 +299,7 @@ class Engine:
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
         })
         run.rate.add(time.monotonic(), budget.kept_tokens(result.finish_reason, result.completion_tokens))
-        run.responses += 1
-        run.response_tokens += result.completion_tokens
-        run.response_seconds += e2e_s
+        run.record_response(result.completion_tokens, e2e_s)
         if run.is_done():
             self._stop(run)
 
@@ -280,16 +320,45 @@ class Engine:
         if run.stopping:
             return
         run.stopping = True
+        rids = self._cancel(list(run.in_flight.values()))
+        if rids:
+            log.info("%s: stopped at %d tokens, aborting %d in flight", run.name, run.tokens, len(rids))
+        self._notify()
+
+    def _cancel(self, entries: list[InFlight]) -> list[str]:
+        """Cancel the requests' Tasks and abort them at the server; their rids."""
         rids = []
-        for task, rid in run.in_flight.values():
-            if not task.done():
-                task.cancel()
-                rids.append(rid)
+        for entry in entries:
+            if not entry.task.done():
+                entry.task.cancel()
+                rids.append(entry.rid)
         if rids:
             abort = asyncio.create_task(self._abort(rids))
             self._abort_tasks.add(abort)
             abort.add_done_callback(self._abort_tasks.discard)
-            log.info("%s: stopped at %d tokens, aborting %d in flight", run.name, run.tokens, len(rids))
+        return rids
+
+    def _rebalance(self, run: DatasetRun) -> None:
+        """After anything that moves the estimate or the shares: abort the requests the others in
+        flight make unnecessary (their rows are sent again if the rest fall short), and settle when
+        this replica's share is made (budget_shares)."""
+        if run.stopping or not run.started:
+            return
+        rows = run.rows_to_trim()
+        # A request whose Task is done has written its record already: never sent again.
+        rows = [row for row in rows if not run.in_flight[row].task.done()]
+        if rows:
+            entries = [run.in_flight.pop(row) for row in rows]
+            run.requeued.extendleft(reversed([e.prompt for e in entries]))
+            run.changed()
+            self._cancel(entries)
+            log.info("%s: %d requests in flight no longer needed, aborted", run.name, len(entries))
+        if run.settled and run.is_receiver():
+            run.settled = False  # every replica below has run out of rows: this one finishes the dataset
+            log.info("%s: finishing the dataset for the replicas out of rows", run.name)
+        elif run.should_settle():
+            run.settled = True
+            log.info("%s: share made (%d tokens); the receiver makes the rest", run.name, run.own_tokens)
         self._notify()
 
     async def _abort(self, rids: list[str]) -> None:
@@ -302,7 +371,7 @@ class Engine:
     async def _abort_everything(self) -> None:
         for run in self.runs:
             self._stop(run)
-        tasks = [t for r in self.runs for t, _ in r.in_flight.values()]
+        tasks = [f.task for r in self.runs for f in r.in_flight.values()]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _drain_aborts(self) -> None:
@@ -313,12 +382,14 @@ class Engine:
 
     def _refresh_coordination(self) -> None:
         stopped = self.coordinator.stopped_datasets()
-        elsewhere = self.coordinator.tokens_elsewhere()
+        peers = self.coordinator.peers()
         for run in self.runs:
-            run.tokens_elsewhere = elsewhere.get(run.name, 0)
+            run.peers = peers.get(run.name, {})
+            run.changed()
             run.stopped_externally = run.name in stopped
             if run.started and run.is_done():
                 self._stop(run)
+            self._rebalance(run)
         self._notify()
 
     def _publish(self, finished: bool = False) -> None:

@@ -3,7 +3,7 @@ bad requests, faults, coordination."""
 
 
 from draftgen_contracts import exit_codes
-from draftgen_dev.builders import progress
+from draftgen_dev.builders import dataset_progress, progress
 from jobrunner import output
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
@@ -126,11 +126,11 @@ async def test_injected_faults_leave_every_sample_accounted_for(simulator, tmp_p
     assert_consistent(tmp_path, "a")
 
 
-async def test_coordinator_stop_and_tokens_elsewhere(simulator, tmp_path, tokenizer_path, prompts_file):
+async def test_coordinator_stop_and_a_settled_peer(simulator, tmp_path, tokenizer_path, prompts_file):
     sim = simulator(**FAST_SIM, profile="fixed:100")
     coord_dir = tmp_path / "out" / "coordination"
     other = FileCoordinator(coord_dir, 1)
-    other.publish(progress(1, replicas=2, b=900))
+    other.publish(progress(1, replicas=2, b=dataset_progress(900, 9, settled=True, budget_tokens=1000)))
     other.declare_stopped({"a"})
     cfg = config(sim, tmp_path, tokenizer_path, [
         {"name": "a", "path": prompts_file, "budget_tokens": 10**9},
@@ -140,7 +140,7 @@ async def test_coordinator_stop_and_tokens_elsewhere(simulator, tmp_path, tokeni
     assert records(tmp_path, "a") == []
     b = records(tmp_path, "b")
     assert all(r["row"] % 2 == 0 for r in b)  # replica 0 of 2
-    # 900 tokens elsewhere: the shared budget of 1000 is met by the first response of 100 here.
+    # Replica 1 settled at 900: replica 0, the receiver, makes exactly the 100 left, in one response.
     assert len(b) == 1
 
 

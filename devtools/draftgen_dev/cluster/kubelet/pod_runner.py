@@ -128,8 +128,9 @@ class PodRunner(threading.Thread):
         for container, proc in sidecars:  # sidecars stop after the main containers, as in Kubernetes
             self._terminate(proc, 10)
             self._finish(container, proc.returncode if proc.returncode is not None else 137)
-        if self.terminating.is_set():
-            return  # the pod is being deleted; its status no longer matters
+        # Also when the pod is being deleted: a Job's pods keep the job-tracking finalizer until
+        # the Job controller sees them terminal, and a deleted pod left "Running" would hold its
+        # node's GPUs for good (a real kubelet reports the final phase too).
         failed = {n: c for n, c in codes.items() if c != 0}
         self._patch_status("Failed" if failed else "Succeeded",
                            message=f"containers exited {failed}" if failed else None)
