@@ -384,8 +384,7 @@ class Engine:
         stopped = self.coordinator.stopped_datasets()
         peers = self.coordinator.peers()
         for run in self.runs:
-            run.peers = peers.get(run.name, {})
-            run.changed()
+            run.set_peers(peers.get(run.name, {}))
             run.stopped_externally = run.name in stopped
             if run.started and run.is_done():
                 self._stop(run)
