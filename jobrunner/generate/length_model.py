@@ -4,11 +4,12 @@ The completed responses alone are a biased sample while requests are in flight: 
 finish first, and the requests still out are the long ones. So the estimate is Kaplan-Meier's: a
 response that completed is an observed length, a request in flight is a length known only to
 exceed what it has generated so far (censored). From the survival curve S, a request that has
-generated `l` tokens is expected to end at E[L | L > l] = l + (integral of S from l) / S(l), and the
-curve runs flat up to the largest max_new_tokens past the last completed length: with nothing seen
-yet, every request is expected to use all of its max_new_tokens. Erring long means holding dispatch
-a little early (the next dataset fills the slots, or the dataset dispatches again as the estimate
-settles), not sending requests that would be aborted at the crossing.
+generated `l` tokens is expected to end at E[L | L > l] = l + (integral of S from l) / S(l). Past the
+longest completed length nothing is observed, and S is taken to fall linearly to 0 at the largest
+max_new_tokens: with nothing seen yet a request is expected to use half of it. (Flat up to the cap,
+the first version, expected every early request to use all of it and held a lone dataset's server
+at 0.28 of its capacity in bench/generate_throughput.py.) Erring long holds dispatch early: the
+next dataset fills the slots, or the dataset dispatches again as the estimate settles.
 
 Lengths are kept in `BUCKETS` buckets up to the cap, so one estimate costs O(buckets + in flight).
 """
@@ -58,7 +59,8 @@ class LengthModel:
 
 
 def _survival(events: list[int], censored: list[int]) -> list[float]:
-    """S at each bucket's start (and 0 past the cap): Kaplan-Meier, events before censorings in a bucket."""
+    """S at each bucket's start (and 0 past the cap): Kaplan-Meier, events before censorings in a
+    bucket; past the last completed length, where nothing is known, S falls linearly to 0 at the cap."""
     at_risk = sum(events) + sum(censored)
     s, out = 1.0, []
     for d, c in zip(events, censored):
@@ -67,4 +69,7 @@ def _survival(events: list[int], censored: list[int]) -> list[float]:
             s *= 1 - d / at_risk
         at_risk -= d + c
     out.append(0.0)
+    unknown_from = max((b + 1 for b, d in enumerate(events) if d), default=0)
+    for b in range(unknown_from + 1, BUCKETS):
+        out[b] = out[unknown_from] * (BUCKETS - b) / (BUCKETS - unknown_from)
     return out
