@@ -23,7 +23,9 @@ Printed per dataset and in all:
   kept tokens over the budget and the partial work of aborted requests alike;
 - aborted: the partial work of the aborted requests / budget;
 - utilisation: tokens generated / (the servers' capacity x the wall time of the run), dataset
-  switches and the last dataset's tail included.
+  switches and the last dataset's tail included;
+- kept tokens / capacity: what the GPU time bought, with the excess and the idle servers alike
+  counted against it (utilisation / (1 + excess) over the run).
 Goals (issue 9): at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
 >= 0.95.
 """
@@ -127,8 +129,9 @@ def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: lis
         rows.append({"dataset": name, "kept": kept / budget, "excess": (generated - budget) / budget,
                      "aborted": aborted / budget})
     generated = sum(s["tokens_generated_total"] for s in stats)
+    kept = sum(r["kept"] for r in rows) * budget
     return {"replicas": replicas, "rows": rows, "wall_s": wall, "speedup": capacity / REAL_CAPACITY_TPS,
-            "utilisation": generated / (capacity * replicas * wall)}
+            "utilisation": generated / (capacity * replicas * wall), "efficiency": kept / (capacity * replicas * wall)}
 
 
 def show(result: dict) -> None:
@@ -140,7 +143,7 @@ def show(result: dict) -> None:
     median, worst = statistics.median(excess), max(excess)
     print(f"  median excess {100 * median:.2f}% (goal <= {100 * MEDIAN_EXCESS_GOAL:.0f}%), worst "
           f"{100 * worst:.2f}% (goal <= {100 * WORST_EXCESS_GOAL:.0f}%), utilisation {result['utilisation']:.3f} "
-          f"(goal >= {UTILISATION_GOAL})")
+          f"(goal >= {UTILISATION_GOAL}), kept tokens / capacity {result['efficiency']:.3f}")
     low = [r["dataset"] for r in result["rows"] if r["kept"] < 1.0]
     if low:
         print(f"  BELOW BUDGET (rows remained): {low}")
@@ -152,12 +155,14 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=1_000_000, help="tokens per dataset")
     parser.add_argument("--total-tps", type=float, default=100_000.0,
                         help="tokens/s of all the simulators together, in real time (sets the speedup)")
-    parser.add_argument("--rows", type=int, default=3000, help="prompts per dataset (enough that none runs out)")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="prompts per dataset (default: enough that none runs out, 4 per 1,000 tokens of budget)")
     parser.add_argument("--datasets", type=int, default=10, help="the first N of the ten datasets")
     parser.add_argument("--keep", type=Path, default=None, help="leave the run's files (logs, output) here")
     args = parser.parse_args()
+    rows = args.rows or max(3000, 4 * args.budget // 1000)
     for replicas in (int(n) for n in args.replicas.split(",")):
-        show(run_once(replicas, args.budget, args.total_tps, args.rows, args.datasets, args.keep))
+        show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep))
     return 0
 
 

@@ -3,13 +3,13 @@
 
 Each replica owns a fixed share of every budget (`static_share`: the shares add up to the budget
 exactly), so it never needs another replica's count to know what it may spend: a stale view can
-delay the end, never overshoot it. One replica, the *receiver* (the lowest index whose rows have not
-run out), finishes the dataset: it works up to its share less a reserve, waits until every other
-replica has *settled* (sends no more for the dataset, nothing in flight, its tokens final), then
-makes exactly what the settled totals leave of the budget. The other replicas' last responses,
-over or under their shares, are absorbed there, so the dataset has one tail instead of one per
-replica. A replica whose remaining share is less than one expected response settles instead of
-sending one more (`settles`): the receiver makes it.
+delay the end, never overshoot it. One replica, the *receiver* (the datasets take turns; it moves
+on when its rows run out), finishes the dataset: it works up to its share less a reserve, waits
+until every other replica has *settled* (sends no more for the dataset, nothing in flight, its
+tokens final), then makes exactly what the settled totals leave of the budget. The other replicas
+aim under their shares by a margin (`wants_another`), and their last responses, over or under, are
+absorbed there, so the dataset has one tail instead of one per replica. A replica that cannot fit
+one more request in what is left of its share settles instead (`settles`): the receiver makes it.
 
 A replica's published facts are durable (its progress is written after its output is synced) and
 `settled` is sticky for a budget, so a restarted replica resumes the same share and a restarted
@@ -18,6 +18,7 @@ operator has nothing to hand out: shares follow from the spec and the reports al
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -35,11 +36,19 @@ def static_share(budget_tokens: int, replicas: int, replica: int) -> int:
     return budget_tokens // replicas + (1 if replica < budget_tokens % replicas else 0)
 
 
-def receiver(replicas: int, exhausted: set[int]) -> int | None:
-    """The replica that finishes the dataset: the lowest index whose rows have not run out (None
-    when every replica's have). Exhaustion only accumulates, so the receiver only moves up, and a
-    replica is the receiver only once every replica below it has said its rows are gone."""
-    return next((r for r in range(replicas) if r not in exhausted), None)
+def first_receiver(dataset_index: int, replicas: int) -> int:
+    """Where a dataset's receiver is looked for first: the datasets of a run take turns, so the
+    last part of each is made by a different replica and their ends overlap (with one receiver
+    for all, it made every dataset's tail while the others idled)."""
+    return dataset_index % replicas
+
+
+def receiver(replicas: int, exhausted: set[int], first: int = 0) -> int | None:
+    """The replica that finishes the dataset: the first whose rows have not run out, in the order
+    first, first + 1, ... (mod replicas); None when every replica's have. Exhaustion only
+    accumulates, so the receiver only moves along that order, and a replica is the receiver only
+    once every replica before it has said its rows are gone."""
+    return next((r for r in ((first + i) % replicas for i in range(replicas)) if r not in exhausted), None)
 
 
 # Expected responses per other replica that the receiver keeps back of its own share: what a
@@ -54,7 +63,7 @@ def receiver_reserve(replicas: int, expected_response: float) -> int:
 
 
 def allowance(budget_tokens: int, replicas: int, replica: int, own_tokens: int, peers: dict[int, Spend],
-              expected_response: float) -> int:
+              expected_response: float, first: int = 0) -> int:
     """Tokens this replica may still bring to the dataset (>= 0).
 
     - Any replica but the receiver: its static share less what it made.
@@ -65,7 +74,7 @@ def allowance(budget_tokens: int, replicas: int, replica: int, own_tokens: int, 
     """
     exhausted = {r for r, s in peers.items() if s.exhausted}
     share = static_share(budget_tokens, replicas, replica)
-    if receiver(replicas, exhausted) != replica:
+    if receiver(replicas, exhausted, first) != replica:
         return max(0, share - own_tokens)
     others = [r for r in range(replicas) if r != replica]
     if all(r in peers and peers[r].settled for r in others):
@@ -73,17 +82,49 @@ def allowance(budget_tokens: int, replicas: int, replica: int, own_tokens: int, 
     return max(0, share - receiver_reserve(replicas, expected_response) - own_tokens)
 
 
-def wants_another(is_receiver: bool, remaining: int, coverage: float, expected_response: float) -> bool:
-    """Whether one more request should be sent: the requests in flight are expected to bring less
-    than `remaining` (`coverage`), and, for any replica but the receiver, a response's worth is
-    left of its share (less than that, it settles once its requests are back)."""
-    if not is_receiver and remaining < expected_response:
-        return False
-    return coverage < remaining
+# Standard deviations of what the requests in flight will bring that a replica keeps below what it
+# may add, while its overshoot would not be trimmed: what it leaves, the receiver makes exactly.
+MARGIN_SD = 1.5
 
 
-def settles(is_receiver: bool, remaining: int, in_flight: int, expected_response: float) -> bool:
+@dataclass(frozen=True)
+class Outlook:
+    """What a replica's requests in flight for a dataset are expected to bring, and one more request."""
+
+    coverage: float  # the expected final lengths of the requests in flight, summed
+    variance: float  # of that sum (the requests are independent)
+    response: float  # the expected length of a request not sent yet
+    response_variance: float
+
+    def nothing_in_flight(self) -> Outlook:
+        return Outlook(0.0, 0.0, self.response, self.response_variance)
+
+
+def aims_exactly(is_receiver: bool, others_settled: bool) -> bool:
+    """Whether a replica aims at what it may add itself, not below it: only the receiver once every
+    other replica has settled, whose remaining figure is exact and whose surplus is trimmed."""
+    return is_receiver and others_settled
+
+
+def wants_another(exact: bool, remaining: int, outlook: Outlook) -> bool:
+    """Whether one more request should be sent.
+
+    - Aiming exactly: while the requests in flight are expected to bring less than `remaining`
+      (it must reach the budget; a surplus is trimmed).
+    - Otherwise: while the requests in flight and one more are expected to stay under `remaining`
+      by `MARGIN_SD` standard deviations. An undershoot costs nothing (the receiver makes it),
+      an overshoot past the receiver's reserve makes the total cross the budget with requests of
+      every replica in flight, all of them aborted.
+    """
+    if exact:
+        return outlook.coverage < remaining
+    spread = math.sqrt(outlook.variance + outlook.response_variance)
+    return outlook.coverage + outlook.response + MARGIN_SD * spread <= remaining
+
+
+def settles(is_receiver: bool, remaining: int, in_flight: int, outlook: Outlook) -> bool:
     """Whether a replica stops for good on a dataset (until the budget changes): not the receiver,
-    nothing in flight, and what is left of its share is less than one expected response, which
-    would most likely overshoot it; the receiver makes the rest."""
-    return not is_receiver and in_flight == 0 and remaining < expected_response
+    nothing in flight, and not even one more request fits what is left of its share within the
+    margin; the receiver makes the rest."""
+    return (not is_receiver and in_flight == 0
+            and not wants_another(False, remaining, outlook.nothing_in_flight()))

@@ -1,9 +1,13 @@
 import pytest
 
 from draftgen_contracts.budget_shares import (
+    MARGIN_SD,
     RESERVE_RESPONSES,
+    Outlook,
     Spend,
+    aims_exactly,
     allowance,
+    first_receiver,
     receiver,
     settles,
     static_share,
@@ -19,6 +23,15 @@ def test_static_shares_add_up_to_the_budget(budget_tokens, replicas):
 @pytest.mark.parametrize("exhausted,expected", [(set(), 0), ({0}, 1), ({0, 1}, 2), ({1}, 0), ({0, 1, 2}, None)])
 def test_the_receiver_is_the_lowest_replica_with_rows(exhausted, expected):
     assert receiver(3, exhausted) == expected
+
+
+@pytest.mark.parametrize("exhausted,expected", [(set(), 2), ({2}, 0), ({2, 0}, 1), ({0}, 2), ({0, 1, 2}, None)])
+def test_the_receiver_moves_along_from_the_datasets_first(exhausted, expected):
+    assert receiver(3, exhausted, first=2) == expected
+
+
+def test_the_datasets_take_turns_as_receivers():
+    assert [first_receiver(i, 4) for i in range(6)] == [0, 1, 2, 3, 0, 1]
 
 
 def test_a_replica_that_is_not_the_receiver_spends_its_share_whatever_the_others_did():
@@ -50,6 +63,10 @@ def test_settled_others_that_overshot_leave_the_receiver_less():
     assert allowance(2000, 2, 0, 500, peers, expected_response=100) == 0
 
 
+def outlook(coverage=0.0, variance=0.0, response=100.0, response_sd=0.0) -> Outlook:
+    return Outlook(coverage, variance, response, response_sd ** 2)
+
+
 @pytest.mark.parametrize("is_receiver,remaining,in_flight,settled", [
     (False, 50, 0, True),     # less than one response left: the receiver makes it
     (False, 0, 0, True),
@@ -58,24 +75,41 @@ def test_settled_others_that_overshot_leave_the_receiver_less():
     (True, 50, 0, False),     # the receiver never settles
 ])
 def test_settles(is_receiver, remaining, in_flight, settled):
-    assert settles(is_receiver, remaining, in_flight, expected_response=100) is settled
+    assert settles(is_receiver, remaining, in_flight, outlook()) is settled
+
+
+def test_a_replica_settles_when_one_more_response_would_pass_its_share_by_more_than_the_margin():
+    spread = outlook(response=100.0, response_sd=40.0)
+    assert not settles(False, 100 + round(MARGIN_SD * 40) + 1, 0, spread)
+    assert settles(False, 100 + round(MARGIN_SD * 40) - 1, 0, spread)
 
 
 def test_a_budget_smaller_than_one_response_is_made_by_the_receiver_alone():
     expected = 5000.0
     # Every other replica settles at once with nothing made...
-    assert all(settles(False, allowance(1000, 4, r, 0, {}, expected), 0, expected) for r in (1, 2, 3))
+    assert all(settles(False, allowance(1000, 4, r, 0, {}, expected), 0, outlook(response=expected))
+               for r in (1, 2, 3))
     peers = {r: Spend(0, settled=True) for r in (1, 2, 3)}
     # ... and the receiver then owns the whole budget.
     assert allowance(1000, 4, 0, 0, peers, expected) == 1000
 
 
-@pytest.mark.parametrize("is_receiver,remaining,coverage,wanted", [
-    (True, 1000, 900.0, True),
-    (True, 1000, 1000.0, False),   # in flight covers it: hold
-    (True, 50, 0.0, True),         # the receiver makes the last tokens, even less than a response
-    (False, 50, 0.0, False),       # another replica leaves them to the receiver
-    (False, 150, 0.0, True),
+@pytest.mark.parametrize("exact,remaining,seen,wanted", [
+    (True, 1000, outlook(900.0), True),
+    (True, 1000, outlook(1000.0), False),   # in flight covers it: hold
+    (True, 50, outlook(0.0), True),         # the exact receiver makes the last tokens, even less than a response
+    (False, 50, outlook(0.0), False),       # anyone else leaves them to the receiver
+    (False, 150, outlook(0.0), True),
+    (False, 1000, outlook(900.0), True),    # in flight and one more land on it exactly
+    (False, 1000, outlook(901.0), False),
+    # A spread of 50 (in flight 40, the next one 30): MARGIN_SD of it is kept below the share.
+    (False, 1000, outlook(900.0 - MARGIN_SD * 50, variance=40.0 ** 2, response_sd=30.0), True),
+    (False, 1000, outlook(901.0 - MARGIN_SD * 50, variance=40.0 ** 2, response_sd=30.0), False),
 ])
-def test_wants_another(is_receiver, remaining, coverage, wanted):
-    assert wants_another(is_receiver, remaining, coverage, expected_response=100) is wanted
+def test_wants_another(exact, remaining, seen, wanted):
+    assert wants_another(exact, remaining, seen) is wanted
+
+
+def test_only_the_receiver_with_every_other_replica_settled_aims_exactly():
+    assert aims_exactly(True, True)
+    assert not aims_exactly(True, False) and not aims_exactly(False, True)

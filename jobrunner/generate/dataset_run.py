@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from draftgen_contracts import budget, budget_shares
-from draftgen_contracts.budget_shares import Spend
+from draftgen_contracts.budget_shares import Outlook, Spend
 from draftgen_contracts.progress import DatasetProgress
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig
@@ -59,8 +59,7 @@ ESTIMATE_TTL_S = 0.2
 @dataclass(frozen=True)
 class Estimate:
     finals: dict[int, float]  # by row, oldest request first: the length each is expected to end at
-    coverage: float  # what the requests in flight are expected to bring in all
-    expected_response: float  # the expected length of a request not sent yet
+    outlook: Outlook  # what they bring in all, and one more request
 
 
 @dataclass
@@ -81,6 +80,7 @@ class DatasetRun:
     max_new_tokens: int  # the largest any of its requests may ask for: where the length model ends
     replicas: int = 1
     replica: int = 0
+    first_receiver: int = 0  # budget_shares.first_receiver of the dataset
     in_flight: dict[int, InFlight] = field(default_factory=dict)  # by row
     peers: dict[int, Spend] = field(default_factory=dict)  # the other replicas' last reports (set_peers)
     stopped_externally: bool = False
@@ -135,7 +135,7 @@ class DatasetRun:
 
     def is_receiver(self) -> bool:
         exhausted = {r for r, s in self.peers.items() if s.exhausted}
-        return budget_shares.receiver(self.replicas, exhausted) == self.replica
+        return budget_shares.receiver(self.replicas, exhausted, self.first_receiver) == self.replica
 
     def others_settled(self) -> bool:
         return all(r in self.peers and self.peers[r].settled for r in range(self.replicas) if r != self.replica)
@@ -155,16 +155,18 @@ class DatasetRun:
             speed = self.response_tokens / self.response_seconds if self.response_seconds > 0 else 0.0
             oldest_first = sorted(self.in_flight.values(), key=lambda f: f.dispatched_at)
             partials = [min(f.prompt.max_new_tokens, speed * (now - f.dispatched_at)) for f in oldest_first]
-            table = self.lengths.final_length_table(partials)
-            finals = self.lengths.expected_finals(partials, table)
-            self._estimate = Estimate({f.prompt.row: e for f, e in zip(oldest_first, finals)}, sum(finals), table[0])
+            moments = self.lengths.moments(partials)
+            finals = [moments.final(p) for p in partials]
+            outlook = Outlook(coverage=sum(m for m, _ in finals), variance=sum(v for _, v in finals),
+                              response=moments.mean[0], response_variance=moments.variance[0])
+            self._estimate = Estimate({f.prompt.row: m for f, (m, _) in zip(oldest_first, finals)}, outlook)
             self._estimate_key = key
         return self._estimate
 
     def remaining(self, now: float) -> int:
         """What this replica may still bring to the dataset (budget_shares.allowance)."""
         return budget_shares.allowance(self.budget_tokens, self.replicas, self.replica, self.own_tokens,
-                                       self.peers, self.estimate(now).expected_response)
+                                       self.peers, self.estimate(now).outlook.response, self.first_receiver)
 
     # ---- decisions ----------------------------------------------------------------------------
 
@@ -180,9 +182,8 @@ class DatasetRun:
         if self.settled:
             return True
         now = time.monotonic()
-        estimate = self.estimate(now)
-        return not budget_shares.wants_another(self.is_receiver(), self.remaining(now), estimate.coverage,
-                                               estimate.expected_response)
+        exact = budget_shares.aims_exactly(self.is_receiver(), self.others_settled())
+        return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook)
 
     def rows_to_trim(self) -> list[int]:
         """Requests to abort now because the others in flight are expected to bring what remains
@@ -199,7 +200,7 @@ class DatasetRun:
     def should_settle(self) -> bool:
         now = time.monotonic()
         return not self.settled and budget_shares.settles(
-            self.is_receiver(), self.remaining(now), len(self.in_flight), self.estimate(now).expected_response)
+            self.is_receiver(), self.remaining(now), len(self.in_flight), self.estimate(now).outlook)
 
     def record_response(self, tokens: int, seconds: float) -> None:
         self.lengths.add(tokens)

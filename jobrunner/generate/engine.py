@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from draftgen_contracts import budget, exit_codes, names
+from draftgen_contracts import budget, budget_shares, exit_codes, names
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
@@ -105,11 +105,12 @@ class Engine:
         cfg = self.config
         previous = self.coordinator.previous_own()
         largest_max_new = max(c.max_new_tokens for c in self.classes.values())
-        for d in cfg.datasets:
+        for index, d in enumerate(cfg.datasets):
             writer = PartWriter(cfg.output_root, d.name, cfg.replica)
             run = DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
                              max_new_tokens=d.max_new_tokens or largest_max_new,
-                             replicas=cfg.replicas, replica=cfg.replica)
+                             replicas=cfg.replicas, replica=cfg.replica,
+                             first_receiver=budget_shares.first_receiver(index, cfg.replicas))
             # Settling is for good under one budget: a restarted replica keeps its predecessor's
             # word, which the replica finishing the dataset may already have counted on.
             before = previous.datasets.get(d.name) if previous else None

@@ -25,37 +25,59 @@ class LengthModel:
         self.width = -(-self.cap // BUCKETS)
         self.completed = [0] * BUCKETS
 
-    def _bucket(self, length: float) -> int:
+    def bucket(self, length: float) -> int:
         return min(BUCKETS - 1, max(0, int(length) // self.width))
 
     def add(self, length: int) -> None:
         """A completed response of `length` tokens."""
-        self.completed[self._bucket(length)] += 1
+        self.completed[self.bucket(length)] += 1
 
-    def expected_finals(self, partials: list[float], table: list[float] | None = None) -> list[float]:
-        """For each request in flight (its tokens generated so far), the length it is expected to end
-        at (`table`: `final_length_table(partials)`, when the caller has it already)."""
-        table = table or self.final_length_table(partials)
-        return [max(p, table[self._bucket(p)]) for p in partials]
-
-    def expected_response(self, partials: list[float] = ()) -> float:
-        """The expected length of a request not sent yet."""
-        return self.final_length_table(partials)[0]
-
-    def final_length_table(self, partials) -> list[float]:
-        """Per bucket b, E[L | L > b * width] under the Kaplan-Meier curve of the completed lengths
-        and the in-flight partials."""
+    def moments(self, partials: list[float]) -> Moments:
+        """The final-length table under the Kaplan-Meier curve of the completed lengths and the
+        in-flight partials."""
         censored = [0] * BUCKETS
         for p in partials:
-            censored[self._bucket(p)] += 1
-        survival = _survival(self.completed, censored)
-        # Integral of S over each bucket (trapezoids), summed from the top down.
-        tail, table = 0.0, [0.0] * BUCKETS
+            censored[self.bucket(p)] += 1
+        return Moments(self, _survival(self.completed, censored))
+
+    def expected_finals(self, partials: list[float]) -> list[float]:
+        """For each request in flight (its tokens generated so far), the length it is expected to end at."""
+        return self.moments(partials).expected_finals(partials)
+
+    def expected_response(self) -> float:
+        """The expected length of a request not sent yet, from the completed lengths alone."""
+        return self.moments([]).mean[0]
+
+
+class Moments:
+    """Per bucket b, the mean and variance of L given L > b * width: E[L | L > l] = l + A(l) / S(l)
+    and E[(L - l)^2 | L > l] = 2 (J(l) - l A(l)) / S(l), with A the integral of S from l and J that
+    of x S(x) (trapezoids, summed from the top down)."""
+
+    def __init__(self, model: LengthModel, survival: list[float]):
+        self.model = model
+        w = model.width
+        self.mean, self.variance = [0.0] * BUCKETS, [0.0] * BUCKETS
+        a = j = 0.0
         for b in range(BUCKETS - 1, -1, -1):
-            tail += self.width * (survival[b] + survival[b + 1]) / 2
-            start = b * self.width
-            table[b] = start + tail / survival[b] if survival[b] > 0 else start
-        return table
+            lo, hi = b * w, (b + 1) * w
+            a += w * (survival[b] + survival[b + 1]) / 2
+            j += w * (lo * survival[b] + hi * survival[b + 1]) / 2
+            if survival[b] > 0:
+                rest = a / survival[b]
+                self.mean[b] = lo + rest
+                self.variance[b] = max(0.0, 2 * (j - lo * a) / survival[b] - rest * rest)
+            else:
+                self.mean[b] = lo
+
+    def final(self, partial: float) -> tuple[float, float]:
+        """The expected final length of a request in flight that has generated `partial` tokens
+        (never below it), and its variance."""
+        b = self.model.bucket(partial)
+        return max(partial, self.mean[b]), self.variance[b]
+
+    def expected_finals(self, partials: list[float]) -> list[float]:
+        return [self.final(p)[0] for p in partials]
 
 
 def _survival(events: list[int], censored: list[int]) -> list[float]:

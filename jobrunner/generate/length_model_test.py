@@ -55,3 +55,14 @@ def test_expected_final_is_never_below_what_a_request_has_generated():
     for _ in range(20):
         model.add(100)
     assert model.expected_finals([990.0])[0] >= 990.0
+
+
+def test_the_spread_of_a_final_length_follows_the_completed_ones():
+    model = LengthModel(cap=12_800)
+    for n in [1000] * 50 + [3000] * 50:
+        model.add(n)
+    moments = model.moments([])
+    assert moments.variance[0] ** 0.5 == pytest.approx(1000, rel=0.1)
+    # Past 1,000 tokens only the 3,000s are left: nearly no spread.
+    mean, variance = moments.final(1500.0)
+    assert mean == pytest.approx(3000, rel=0.05) and variance ** 0.5 < 150

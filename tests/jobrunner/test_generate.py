@@ -132,9 +132,10 @@ async def test_coordinator_stop_and_a_settled_peer(simulator, tmp_path, tokenize
     other = FileCoordinator(coord_dir, 1)
     other.publish(progress(1, replicas=2, b=dataset_progress(900, 9, settled=True, budget_tokens=1000)))
     other.declare_stopped({"a"})
+    # "b" first: dataset 0 of the spec looks for its receiver at replica 0 (this one).
     cfg = config(sim, tmp_path, tokenizer_path, [
-        {"name": "a", "path": prompts_file, "budget_tokens": 10**9},
         {"name": "b", "path": prompts_file, "budget_tokens": 1000},
+        {"name": "a", "path": prompts_file, "budget_tokens": 10**9},
     ], replicas=2)
     assert await run_generate(cfg) == exit_codes.OK
     assert records(tmp_path, "a") == []

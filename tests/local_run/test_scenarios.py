@@ -68,6 +68,9 @@ class LocalDriver:
     def records(self) -> list[dict]:
         return [r for f in record_files(self.root) for r in iter_records(f)]
 
+    def applied_spec(self) -> dict:
+        return self.obj["spec"]
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()

@@ -164,6 +164,27 @@ class Run:
         return self.core.list_namespaced_pod(
             self.namespace, label_selector=f"{names.LABEL_NAME}={self.name},{names.LABEL_COMPONENT}={component}").items
 
+    def pods_of_replica(self, replica: int):
+        return [p for p in self.pods() if (p.metadata.labels or {}).get(names.LABEL_REPLICA) == str(replica)]
+
+    def replica_tokens(self, replica: int) -> int:
+        reports = [r for r in self.status().get("replicas") or [] if r.get("index") == replica]
+        return sum(d.get("tokens", 0) for r in reports for d in r.get("datasets") or [])
+
+    def generate_pid(self, replica: int) -> int:
+        """The process id of the running generate container of `replica` (the local kubelet runs
+        containers as processes of this machine, each with HOSTNAME = its pod's name)."""
+        pods = {p.metadata.name for p in self.pods_of_replica(replica) if p.status.phase == "Running"}
+        for proc in Path("/proc").iterdir():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                env = dict(kv.split(b"=", 1) for kv in (proc / "environ").read_bytes().split(b"\0") if b"=" in kv)
+            except (OSError, ValueError):
+                continue
+            if b"generate" in argv and env.get(b"HOSTNAME", b"").decode() in pods:
+                return int(proc.name)
+        raise AssertionError(f"no generate process of replica {replica} (pods {pods})")
+
     def records(self) -> list[dict]:
         root = self.data / self.name
         return [r for f in record_files(str(root)) for r in iter_records(f)]

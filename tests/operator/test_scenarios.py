@@ -3,10 +3,13 @@ plane, the real `jobrunner generate` in the generation pods and the simulator as
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from tests.conftest import wait_for
-from tests.scenarios import SCENARIOS, play
+from tests.scenarios import SCENARIOS, Scenario, check, play
 
 
 class ClusterDriver:
@@ -47,6 +50,9 @@ class ClusterDriver:
     def records(self) -> list[dict]:
         return self.r.records()
 
+    def applied_spec(self) -> dict:
+        return self.r.get()["spec"]
+
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_scenario(scenario, run):
@@ -55,3 +61,20 @@ def test_scenario(scenario, run):
     if scenario.restart:  # the restarted operator adopted the Jobs it found instead of creating them again
         log = driver.r.operator.log.read_text()
         assert all(log.count(f"created Job {driver.r.namespace}/{name}") == 1 for name in driver.r.jobs())
+
+
+def test_a_replica_killed_mid_run_resumes_its_share_and_every_budget_holds(run):
+    """SIGKILL of one replica's generate process (a crash, not a deletion): its pod fails, the Job
+    makes a new one, which resumes the replica's share from its part files; the other replica
+    never spends it, and every dataset still ends within the bound."""
+    scenario = Scenario("a replica killed", budgets=(4000, 2000, 2000))
+    driver = ClusterDriver(run)
+    driver.apply(lambda spec: [d.update(budgetTokens=b) for d, b in zip(spec["datasets"], scenario.budgets)])
+    wait_for(lambda: driver.r.replica_tokens(1) > 0, 120, "replica 1 to report tokens", driver.r.cluster)
+    killed = {p.metadata.name for p in driver.r.pods_of_replica(1)}
+    os.kill(driver.r.generate_pid(1), signal.SIGKILL)
+    # The Job runs replica 1 again in a new pod (restartPolicy Never), which resumes its share.
+    wait_for(lambda: any(p.metadata.name not in killed for p in driver.r.pods_of_replica(1)), 120,
+             "a new pod of replica 1", driver.r.cluster)
+    status = driver.wait_done()
+    check(scenario, status, driver)
