@@ -38,6 +38,29 @@ def _class_names(spec: api.DatasetGenerationSpec) -> list[str]:
     return [c.name for c in spec.prompt_classes]
 
 
+# A path segment ".." (RE2, for CEL, and Python alike; no backslash, which a CEL string would take
+# for an escape).
+CLIMBS = "(^|/)[.][.](/|$)"
+# Flags draftgen gives the server itself (plan.server_args): a second one would contradict the spec.
+OWN_SERVER_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length"]
+# Node-selector keys and values (k8s.io/apimachinery pkg/util/validation): a qualified name, a label value.
+QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+LARGEST_DEFAULT_MAX_NEW = max(c.max_new_tokens for c in DEFAULT_PROMPT_CLASSES)
+
+
+def _climbs(path: str | None) -> bool:
+    return path is not None and re.search(CLIMBS, path) is not None
+
+
+def _classes_fit_the_context(s: api.DatasetGenerationSpec) -> bool:
+    return all(c.max_new_tokens < s.model.context_length for c in s.prompt_classes)
+
+
+def _flag(arg: str) -> str:
+    return arg.split("=", 1)[0]
+
+
 SPEC_RULES = [
     Rule(".server.gpusPerReplica", "server.gpusPerReplica must be a multiple of server.tensorParallelSize",
          "self.server.gpusPerReplica % self.server.tensorParallelSize == 0",
@@ -52,6 +75,33 @@ SPEC_RULES = [
          "self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
          f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))",
          lambda s: all(d.prompt_class is None or d.prompt_class in _class_names(s) for d in s.datasets)),
+    Rule(".promptClasses", "promptClasses[].maxNewTokens must be below model.contextLength (the server refuses a "
+         "request that cannot fit one prompt token and its max_new_tokens)",
+         f"has(self.promptClasses) ? self.promptClasses.all(c, c.maxNewTokens < self.model.contextLength) : "
+         f"{LARGEST_DEFAULT_MAX_NEW} < self.model.contextLength",
+         _classes_fit_the_context),
+    Rule(".datasets", "datasets[].maxNewTokens must be below model.contextLength",
+         "self.datasets.all(d, !has(d.maxNewTokens) || d.maxNewTokens < self.model.contextLength)",
+         lambda s: all(d.max_new_tokens is None or d.max_new_tokens < s.model.context_length for d in s.datasets)),
+    Rule(".datasets", "datasets[].path must not climb out of the volume with a '..' segment",
+         f"self.datasets.all(d, !d.path.matches('{CLIMBS}'))",
+         lambda s: not any(_climbs(d.path) for d in s.datasets)),
+    Rule(".output.path", "output.path must not climb out of the volume with a '..' segment",
+         f"!has(self.output.path) || !self.output.path.matches('{CLIMBS}')",
+         lambda s: not _climbs(s.output.path)),
+    Rule(".model.path", "model.path and model.tokenizer must not climb out of the volume with a '..' segment",
+         f"!self.model.path.matches('{CLIMBS}') && (!has(self.model.tokenizer) || !self.model.tokenizer.matches('{CLIMBS}'))",
+         lambda s: not _climbs(s.model.path) and not _climbs(s.model.tokenizer)),
+    Rule(".model.mountPath", "model.mountPath must not hold a '..' segment",
+         f"!has(self.model.mountPath) || !self.model.mountPath.matches('{CLIMBS}')",
+         lambda s: not _climbs(s.model.mount_path)),
+    Rule(".server.args", f"server.args must not set {', '.join(OWN_SERVER_FLAGS)}: draftgen sets them from the spec",
+         f"!has(self.server.args) || !self.server.args.exists(a, a.split('=')[0] in {json.dumps(OWN_SERVER_FLAGS)})",
+         lambda s: not any(_flag(a) in OWN_SERVER_FLAGS for a in s.server.args)),
+    Rule(".server.nodeSelector", "server.nodeSelector keys must be qualified names and its values label values",
+         f"!has(self.server.nodeSelector) || self.server.nodeSelector.all(k, k.matches('{QUALIFIED_NAME}') && "
+         f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))",
+         lambda s: all(re.match(QUALIFIED_NAME, k) and re.match(LABEL_VALUE, v) for k, v in s.server.node_selector.items())),
     Rule(".extraction.layers", "extraction.layers must be >= 0",
          "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
          lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),

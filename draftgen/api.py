@@ -8,9 +8,9 @@ Kubernetes API.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
@@ -19,6 +19,10 @@ from draftgen_contracts.states import DatasetState, Phase, Stage
 
 MAX_REPLICAS = 64
 MAX_DATASETS = 64
+# Names that reach an object's name or a label value (k8s.io/apimachinery pkg/util/validation):
+# a DNS-1123 subdomain; one that is also a label value (<= 63, no uppercase).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+DNS_LABEL_VALUE = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
 
 
 def cel(rule: str, message: str, reason: str | None = None, field_path: str | None = None) -> dict:
@@ -66,12 +70,16 @@ class ChatTemplate(Model):
 class TargetModel(Model):
     """The target model: its checkpoint and tokenizer on a volume, and how prompts are templated."""
 
-    claim_name: str = Field(min_length=1, description="PersistentVolumeClaim holding the checkpoint; mounted read-only.")
-    mount_path: str = Field("/models", pattern=r"^/", description="Where the model volume is mounted in the pods.")
-    path: str = Field(min_length=1, description="The checkpoint's folder, relative to the model volume.")
-    tokenizer: str | None = Field(None, description="Tokenizer folder relative to the model volume (default: path).")
+    claim_name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN,
+                            description="PersistentVolumeClaim holding the checkpoint; mounted read-only.")
+    mount_path: str = Field("/models", pattern=r"^/", max_length=512,
+                            description="Where the model volume is mounted in the pods.")
+    path: str = Field(min_length=1, max_length=512, description="The checkpoint's folder, relative to the model volume.")
+    tokenizer: str | None = Field(None, max_length=512,
+                                  description="Tokenizer folder relative to the model volume (default: path).")
     chat_template: ChatTemplate = Field(default_factory=ChatTemplate, description="Chat-template options.")
-    context_length: int = Field(16384, ge=256, le=1048576, description="Context length the server runs with.")
+    context_length: int = Field(32768, ge=256, le=1048576, description=(
+        "Context length the server runs with; every maxNewTokens must be below it."))
 
     def checkpoint_path(self) -> str:
         return f"{self.mount_path.rstrip('/')}/{self.path}"
@@ -89,15 +97,17 @@ class Server(Model):
     image: str = Field(min_length=1, description="SGLang image run as the generation pods' native sidecar.")
     command: list[str] = Field(["python3", "-m", "sglang.launch_server"],
                                description="The server's command; draftgen adds model, parallelism, host and port.")
-    args: list[str] = Field(default_factory=list, description="Extra server arguments (e.g. --mem-fraction-static 0.88).")
+    args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
+        default_factory=list, max_length=256, description="Extra server arguments (e.g. --mem-fraction-static 0.88).")
     tensor_parallel_size: int = Field(8, ge=1, le=64, description="SGLang --tp-size.")
     gpus_per_replica: int = Field(8, ge=1, le=64, description="nvidia.com/gpu per generation pod (one pod per node).")
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="Generation pods, each on its own GPU node.")
     port: int = Field(30000, ge=1024, le=65535, description="The server's port inside the pod.")
     resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM, description=(
         "Extra resources for the server container (cpu, memory); nvidia.com/gpu comes from gpusPerReplica."))
-    node_selector: dict[str, str] = Field(default_factory=lambda: {"nvidia.com/gpu.present": "true"},
-                                          description="Node selector of the generation pods.")
+    node_selector: dict[str, Annotated[str, StringConstraints(max_length=63)]] = Field(
+        default_factory=lambda: {"nvidia.com/gpu.present": "true"}, max_length=64,
+        description="Node selector of the generation pods.")
     tolerations: list[dict[str, Any]] = Field(default_factory=lambda: [dict(GPU_TOLERATION)],
                                               json_schema_extra={"items": FREE_FORM},
                                               description="Tolerations of the generation pods.")
@@ -169,8 +179,10 @@ class Dataset(Model):
 class Output(Model):
     """Where prompts are read from and everything is written: a PersistentVolumeClaim never deleted by draftgen."""
 
-    claim_name: str = Field(min_length=1, description="PersistentVolumeClaim for prompts and outputs; mounted at /data.")
-    path: str | None = Field(None, pattern=r"^[^/]", description="Folder on the volume for this run (default: the object's name).")
+    claim_name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN,
+                            description="PersistentVolumeClaim for prompts and outputs; mounted at /data.")
+    path: str | None = Field(None, pattern=r"^[^/]", max_length=512,
+                             description="Folder on the volume for this run (default: the object's name).")
 
 
 class Merge(Model):
@@ -218,7 +230,8 @@ class DatasetGenerationSpec(Model):
     merge: Merge = Field(default_factory=Merge)
     extraction: Extraction = Field(default_factory=Extraction)
     suspend: bool = Field(False, description="Delete running Jobs and keep all data; false resumes where it stopped.")
-    queue_name: str | None = Field(None, description="Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name).")
+    queue_name: str | None = Field(None, max_length=63, pattern=DNS_LABEL_VALUE, description=(
+        "Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name): a name that is also a label value."))
 
     def dataset(self, name: str) -> Dataset:
         return next(d for d in self.datasets if d.name == name)
@@ -303,6 +316,9 @@ class DatasetGenerationStatus(Model):
     tokens: int = 0
     budget_tokens: int = 0
     progress: str = ""
+    ready_replicas: int | None = Field(None, description=(
+        "Generation replicas whose server is ready, of spec.server.replicas (condition Capacity says why "
+        "the others are not); set while generating."))
     jobs: StageJobs = Field(default_factory=StageJobs)
     start_time: str | None = None
     completion_time: str | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, LABEL_COMPONENT
+from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, LABEL_COMPONENT, LABEL_REPLICA
 from draftgen_contracts.progress import ProgressDocument
 
 
@@ -19,6 +19,47 @@ class JobState:
     failure_reason: str = ""
     failure_message: str = ""
     deleting: bool = False
+    created_at: str = ""  # metadata.creationTimestamp (RFC 3339, comparable as text)
+
+
+@dataclass(frozen=True)
+class PodState:
+    """A generation pod, as far as waiting for it goes."""
+
+    name: str
+    replica: int
+    scheduled: bool = False
+    ready: bool = False
+    problem_reason: str = ""  # Unschedulable, ErrImagePull, ImagePullBackOff, CrashLoopBackOff, ...
+    problem_message: str = ""  # the scheduler's or the kubelet's own words
+    deleting: bool = False
+
+
+# Container waiting reasons that mean the pod will not start by itself soon.
+STUCK_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+                 "CreateContainerError", "CrashLoopBackOff", "RunContainerError")
+
+
+def pod_state_from(pod: dict) -> PodState:
+    """A v1 Pod (as a dict) -> PodState."""
+    meta, status = pod.get("metadata", {}), pod.get("status") or {}
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    scheduled = (conditions.get("PodScheduled") or {}).get("status") == "True"
+    ready = (conditions.get("Ready") or {}).get("status") == "True"
+    reason = message = ""
+    if not scheduled and "PodScheduled" in conditions:
+        reason = conditions["PodScheduled"].get("reason") or "Unschedulable"
+        message = conditions["PodScheduled"].get("message") or ""
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_WAITING:
+            reason = waiting["reason"]
+            message = f"container {cs.get('name')}: {waiting.get('message') or waiting['reason']}"
+            break
+    replica = (meta.get("labels") or {}).get(LABEL_REPLICA, "0")
+    return PodState(name=meta.get("name", ""), replica=int(replica) if replica.isdigit() else 0, scheduled=scheduled,
+                    ready=ready, problem_reason=reason, problem_message=message,
+                    deleting=meta.get("deletionTimestamp") is not None)
 
 
 @dataclass(frozen=True)
@@ -27,6 +68,11 @@ class World:
     reports: dict[int, ProgressDocument] = field(default_factory=dict)  # replica -> its last report
     existing: frozenset[tuple[str, str]] = frozenset()  # (kind, name) of setup objects present
     missing_claims: tuple[str, ...] = ()
+    output_owner: str | None = None  # the DatasetGeneration its output folder's lock names; None: no lock yet
+    # The generation pods and the generation Jobs' last FailedCreate message, where they can be
+    # observed (the operator); None: not observed (the local executor has processes, not pods).
+    pods: tuple[PodState, ...] | None = None
+    refused_pods: dict[str, str] = field(default_factory=dict)  # Job name -> its last FailedCreate event's message
 
 
 def job_state_from(job: dict) -> JobState:
@@ -39,4 +85,4 @@ def job_state_from(job: dict) -> JobState:
         config_hash=(meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION),
         active=status.get("active") or 0, succeeded="Complete" in conditions, failed=failed is not None,
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),
-        deleting=meta.get("deletionTimestamp") is not None)
+        deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "")

@@ -290,6 +290,19 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
     return _job(name, names.extract_job_name(name), "extract", spec, settings, pod_spec)
 
 
+def output_lock(name: str, spec: api.DatasetGenerationSpec) -> dict:
+    """The object that says which DatasetGeneration owns its output folder (docs/operator.md#one-run-per-output-folder):
+    created before any Job, by whoever comes first (a create is atomic). It has no owner reference:
+    like the data, it outlives the object, so no other run ever takes over the folder and mixes its
+    records with the first one's. The owner is recorded by name, so an object deleted and
+    re-created with the same name owns its folder (and resumes from its data) again."""
+    folder = names.output_folder(spec.output.claim_name, spec.output.path or name)
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": names.output_lock_name(spec.output.claim_name, spec.output.path or name),
+                         "labels": labels(name, "output-lock", **{names.LABEL_OUTPUT_LOCK: "true"})},
+            "data": {"owner": name, "folder": folder}}
+
+
 def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
     """Objects that exist for the whole life of a DatasetGeneration, whatever its stage."""
     return [*rbac_objects(name, spec), *report_objects(name, spec)]

@@ -12,9 +12,10 @@ from draftgen_contracts.states import Phase
 from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
 from .capacity import estimate
-from .conditions import set_condition
+from .conditions import condition, set_condition
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
+from .policies.capacity_policy import Capacity, capacity_of
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
 from .policies.stage_policy import next_stage
@@ -44,6 +45,9 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     digest = plan.config_digest(config)
     setup = [*plan.setup_objects(name, spec), config]
     decision.create = [o for o in setup if (o["kind"], o["metadata"]["name"]) not in world.existing]
+    owner = world.output_owner
+    if owner is None:  # claim the folder first; Jobs only once the claim is seen to be ours
+        decision.create.append(plan.output_lock(name, spec))
     jobs = list(world.jobs.values())
 
     datasets = fold_reports(spec, world.reports, previous.datasets, now,
@@ -60,7 +64,9 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
         decision.events.append(("Normal", reason, message))
 
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
-    failure = None if spec.suspend else failure_of(jobs)
+    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods)
+                if world.pods is not None and stage == "Generating" and not spec.suspend else None)
+    failure = None if spec.suspend else failure_of(jobs) or pods_refused_for_good(capacity)
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
     if failure and errors:  # what the pod said, beside what Kubernetes says
         failure = (failure[0], f"{failure[1]}; {'; '.join(errors)}")
@@ -68,16 +74,50 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
         decision.events.append(("Warning", *failure))
     failed = still_failed or failure is not None
 
-    if not failed:
+    in_use = owner is not None and owner != name
+    if in_use and previous_reason(previous) != "OutputInUse":
+        decision.events.append(("Warning", "OutputInUse", output_in_use_message(name, spec, owner)))
+    if not failed and not in_use:
         decision.delete_jobs = jobs_to_delete(stage, spec.suspend, jobs, digest)
-        if not spec.suspend and not world.missing_claims:
+        if not spec.suspend and not world.missing_claims and owner == name:
             for component, replica in jobs_to_create(name, stage, spec.server.replicas, jobs):
                 decision.create.append(_job(name, spec, component, replica, settings, config))
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", "Suspended", f"deleted {', '.join(decision.delete_jobs)}; data kept"))
 
-    decision.status = _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now)
+    decision.status = _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now,
+                              capacity)
+    if capacity is not None and not failed:
+        decision.events += capacity_events(previous, decision.status)
     return decision
+
+
+def pods_refused_for_good(capacity: Capacity | None) -> tuple[str, str] | None:
+    """A replica whose pods the cluster will never create (Pod Security): the run fails, quoting it."""
+    wait = next((w for w in capacity.waits if w.permanent), None) if capacity else None
+    return ("PodsRefused", f"replica {wait.replica}: {wait.message}") if wait else None
+
+
+def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[tuple[str, str, str]]:
+    """A Warning when a replica starts waiting on something other than its own start."""
+    before, now = condition(previous.conditions, "Capacity"), condition(status.conditions, "Capacity")
+    if now is None or now.status == "True" or now.reason == "Starting":
+        return []
+    if before is not None and (before.reason, before.message) == (now.reason, now.message):
+        return []
+    return [("Warning", now.reason, now.message)]
+
+
+def previous_reason(previous: DatasetGenerationStatus) -> str | None:
+    ready = condition(previous.conditions, "Ready")
+    return ready.reason if ready else None
+
+
+def output_in_use_message(name: str, spec: DatasetGenerationSpec, owner: str) -> str:
+    folder = names.output_folder(spec.output.claim_name, spec.output.path or name)
+    lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
+    return (f"output folder {folder} belongs to DatasetGeneration {owner} (ConfigMap {lock}); this one runs nothing "
+            f"and touches none of its data: give it another output.path")
 
 
 def _job(name, spec, component, replica, settings, config) -> dict:
@@ -88,7 +128,7 @@ def _job(name, spec, component, replica, settings, config) -> dict:
     return job
 
 
-def _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now):
+def _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now, capacity):
     status = DatasetGenerationStatus(
         stage=stage, observed_generation=generation, conditions=list(previous.conditions), datasets=datasets,
         replicas=fold_replicas(spec, world.reports),
@@ -107,6 +147,8 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         phase, (reason, message) = "Failed", failure
     elif spec.suspend:
         phase, reason, message = "Suspended", "Suspended", "spec.suspend is true: no Jobs run; all data is kept"
+    elif world.output_owner not in (None, name):
+        phase, reason, message = "Pending", "OutputInUse", output_in_use_message(name, spec, world.output_owner)
     elif world.missing_claims:
         phase, reason = "Pending", "VolumeMissing"
         message = ", ".join(f"PersistentVolumeClaim {c} not found" for c in world.missing_claims)
@@ -115,6 +157,11 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
             " and hidden states extracted" if spec.extraction.enabled else "")
     elif stage == "Generating" and not world.reports:
         phase, reason, message = "Pending", "WaitingForServers", "generation pods are starting their servers"
+        if capacity is not None:
+            blocked = [w for w in capacity.waits if w.reason != "Starting"]
+            if blocked and len(capacity.waits) == capacity.requested:  # nothing runs, and not for want of time
+                reason = blocked[0].reason
+            message = capacity.counts() + (f"; {capacity.why_not()}" if capacity.waits else "")
     elif stage == "Merging":  # the reason records why generation ended and the GPUs were released
         phase, reason = "Merging", "BudgetsMet"
         message = "every dataset met its budget or ran out of prompts; generation Jobs deleted; merging the corpus"
@@ -127,11 +174,19 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
     c, g = status.conditions, generation
     c = set_condition(c, "Ready", phase == "Succeeded", reason, message, now, g)
     c = set_condition(c, "Progressing", phase in ("Pending", "Generating", "Merging", "Extracting")
-                      and reason != "VolumeMissing", reason, message, now, g)
+                      and reason not in ("VolumeMissing", "OutputInUse"), reason, message, now, g)
     c = set_condition(c, "Succeeded", phase == "Succeeded", reason, message if phase == "Succeeded" else "", now, g)
     c = set_condition(c, "Failed", phase == "Failed", reason if phase == "Failed" else "NotFailed",
                       message if phase == "Failed" else "", now, g)
     c = set_condition(c, "Suspended", phase == "Suspended", "Suspended" if phase == "Suspended" else "NotSuspended",
                       message if phase == "Suspended" else "", now, g)
+    if capacity is not None:
+        status.ready_replicas = capacity.ready
+        first = next((w for w in capacity.waits if w.reason != "Starting"), capacity.waits[0] if capacity.waits else None)
+        c = set_condition(c, "Capacity", not capacity.waits, first.reason if first else "AllReplicasReady",
+                          f"{capacity.ready} of {capacity.requested} generation replicas ready"
+                          + (f"; {capacity.why_not()}" if capacity.waits else ""), now, g)
+    else:  # no generation replicas run in this stage
+        c = [x for x in c if x.type != "Capacity"]
     status.conditions = c
     return status

@@ -2,7 +2,7 @@
 
 from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
-from draftgen.observed import World
+from draftgen.observed import PodState, World
 from draftgen.reconcile import decide
 from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
 
@@ -13,6 +13,7 @@ DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC))
 
 def run(spec=SPEC, previous=None, **world):
     world.setdefault("existing", frozenset())
+    world.setdefault("output_owner", "x")
     return decide("x", "ns", 1, spec, previous or DatasetGenerationStatus(), World(**world), SETTINGS, "t")
 
 
@@ -74,3 +75,51 @@ def test_nothing_changed_means_the_same_status():
     second = run(previous=first.status, jobs=gen_jobs(active=1), reports={0: report(0, 10)},
                  existing=frozenset((o["kind"], o["metadata"]["name"]) for o in first.create))
     assert second.status == first.status and not second.create and not second.delete_jobs
+
+
+def test_a_new_object_claims_its_output_folder_before_any_job():
+    d = run(output_owner=None)
+    [lock] = [o for o in d.create if o["metadata"]["labels"].get("draftgen.io/output-lock")]
+    assert lock["data"] == {"owner": "x", "folder": "data:/x"} and not names(d.create, "Job")
+    assert lock["metadata"]["name"] == plan.output_lock(
+        "y", SPEC.model_copy(update={"output": SPEC.output.model_copy(update={"path": "./x/"})}))["metadata"]["name"]
+
+
+def test_a_folder_owned_by_another_object_runs_nothing_and_says_whose_it_is():
+    d = run(output_owner="first", jobs=gen_jobs(active=1))
+    assert not names(d.create, "Job") and not d.delete_jobs  # not even its own Jobs' data is touched
+    ready = {c.type: c for c in d.status.conditions}["Ready"]
+    assert d.status.phase == "Pending" and ready.reason == "OutputInUse" and "DatasetGeneration first" in ready.message
+    assert [r for _, r, _ in d.events] == ["OutputInUse"]
+    again = run(previous=d.status, output_owner="first")
+    assert not again.events  # said once
+
+
+def test_waiting_for_servers_says_how_many_pods_exist_are_scheduled_and_ready():
+    pods = (PodState("x-gen-r000-a", 0, scheduled=True),)
+    d = run(jobs=gen_jobs(active=1), pods=pods)
+    ready = {c.type: c for c in d.status.conditions}["Ready"]
+    assert ready.reason == "WaitingForServers"
+    assert ready.message.startswith("1 of 2 generation pods exist, 1 scheduled, 0 ready")
+    assert d.status.ready_replicas == 0
+
+
+def test_half_the_replicas_refused_by_a_quota_is_said_on_the_object_and_the_run_goes_on():
+    pods = (PodState("x-gen-r000-a", 0, scheduled=True, ready=True),)
+    refused = {"x-gen-r001": 'pods "x-gen-r001-b" is forbidden: exceeded quota: gpus'}
+    d = run(jobs=gen_jobs(active=1), pods=pods, refused_pods=refused, reports={0: report(0, 10)})
+    capacity = {c.type: c for c in d.status.conditions}["Capacity"]
+    assert d.status.phase == "Generating" and d.status.ready_replicas == 1
+    assert capacity.status == "False" and capacity.reason == "PodsRefused"
+    assert capacity.message.startswith("1 of 2 generation replicas ready; replica 1: PodsRefused: pods")
+    assert ("Warning", "PodsRefused") in [(t, r) for t, r, _ in d.events]
+    again = run(previous=d.status, jobs=gen_jobs(active=1), pods=pods, refused_pods=refused,
+                reports={0: report(0, 10)})
+    assert not again.events  # said once
+
+
+def test_pods_refused_by_pod_security_fail_the_run_quoting_the_admission():
+    refused = {"x-gen-r000": 'pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged'}
+    d = run(jobs=gen_jobs(active=0), pods=(), refused_pods=refused)
+    failed = {c.type: c for c in d.status.conditions}["Failed"]
+    assert d.status.phase == "Failed" and failed.reason == "PodsRefused" and "PodSecurity" in failed.message

@@ -3,6 +3,8 @@ that is read back (never a hand-counted slice)."""
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
 import re
 
 # --- the API ---------------------------------------------------------------------------------------
@@ -25,6 +27,7 @@ LABEL_NAME = "draftgen.io/name"
 LABEL_COMPONENT = "draftgen.io/component"
 LABEL_REPLICA = "draftgen.io/replica"
 LABEL_REPORT = "draftgen.io/report"
+LABEL_OUTPUT_LOCK = "draftgen.io/output-lock"  # on the ConfigMap that says which run owns an output folder
 CONFIG_HASH_ANNOTATION = "draftgen.io/config-hash"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -60,6 +63,16 @@ def merge_job_name(name: str) -> str:
 
 def extract_job_name(name: str) -> str:
     return f"{name}-extract"
+
+
+def output_folder(claim_name: str, path: str) -> str:
+    """An output folder as one string, the same however its path is spelt ("a/b/", "./a//b")."""
+    return f"{claim_name}:/{posixpath.normpath('/' + path).lstrip('/')}"
+
+
+def output_lock_name(claim_name: str, path: str) -> str:
+    """The output lock of a folder: the same name for every run that would write there."""
+    return "draftgen-output-" + hashlib.sha256(output_folder(claim_name, path).encode()).hexdigest()[:20]
 
 
 # --- files a generate process writes ------------------------------------------------------------------

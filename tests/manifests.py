@@ -70,4 +70,22 @@ INVALID = {
     "no output volume": (without("spec.output"), "spec.output"),
     "zero sample cap": (with_dataset(sampleCap=0), "spec.datasets[0].sampleCap"),
     "unknown spec field": (manifest(budget=5), "spec.budget"),
+    "class max new tokens at the context length": (
+        manifest(model={"claimName": "models", "path": "tiny", "contextLength": 2048},
+                 promptClasses=[{"name": "all", "concurrency": 1, "maxNewTokens": 2048}]), "spec.promptClasses"),
+    "default classes beyond a small context": (
+        manifest(model={"claimName": "models", "path": "tiny", "contextLength": 4096}), "spec.promptClasses"),
+    "dataset max new tokens over the context length": (
+        manifest(model={"claimName": "models", "path": "tiny", "contextLength": 2048},
+                 promptClasses=[{"name": "all", "concurrency": 1, "maxNewTokens": 100}],
+                 datasets=[{"name": "a", "path": "x", "budgetTokens": 1, "maxNewTokens": 4096}]), "spec.datasets"),
+    "output path climbing out": (manifest(output={"claimName": "data", "path": "runs/../../etc"}), "spec.output.path"),
+    "dataset path climbing out": (with_dataset(path="../other-run/prompts.jsonl"), "spec.datasets"),
+    "model path climbing out": (manifest(model={"claimName": "models", "path": "tiny/.."}), "spec.model.path"),
+    "queue name with a space": (manifest(queueName="gpu batch"), "spec.queueName"),
+    "queue name in capitals": (manifest(queueName="GPU"), "spec.queueName"),
+    "claim name not a DNS name": (manifest(output={"claimName": "My_Data"}), "spec.output.claimName"),
+    "server flag draftgen sets": (with_server(args=["--tp-size", "4"]), "spec.server.args"),
+    "server flag draftgen sets, with =": (with_server(args=["--port=31000"]), "spec.server.args"),
+    "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
 }

@@ -29,6 +29,7 @@ from jobrunner.coordination import FileCoordinator
 from jobrunner.output import record_files
 
 from .local_job import LocalJob, log_tail
+from .output_owner import claim, owner_of
 from .paths import JOBRUNNER, extract_placement, local_argv, local_path, pod_mounts
 from .progress_view import ProgressView
 from .server import GenerationServer, ServerFailed
@@ -153,7 +154,8 @@ class LocalExecutor:
                 self.state.completed_jobs[name] = job.state()
                 del self.jobs[name]
         jobs = {**self.state.completed_jobs, **{n: j.state() for n, j in self.jobs.items()}}
-        return World(jobs=jobs, reports=self.coordination.all_progress(), existing=frozenset(self.existing))
+        return World(jobs=jobs, reports=self.coordination.all_progress(), existing=frozenset(self.existing),
+                     output_owner=owner_of(self.output_root))
 
     def fail_generation_if_the_server_died(self) -> None:
         try:
@@ -181,6 +183,8 @@ class LocalExecutor:
         for obj in decision.create:
             if obj["kind"] == "Job":
                 self.create_job(obj)
+            elif names.LABEL_OUTPUT_LOCK in obj["metadata"]["labels"]:
+                claim(self.output_root, obj["data"]["owner"])
             else:
                 self.existing.add((obj["kind"], obj["metadata"]["name"]))
         for event_type, reason, message in decision.events:

@@ -3,11 +3,14 @@ with Foreground propagation, record events. Every write is idempotent, so a rest
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 
 import kopf
 from kubernetes import client
 
+from draftgen.policies.api_error_policy import ApiError, backoff_s, reason_of
 from draftgen.reconcile import Decision
 from draftgen_contracts import names
 from draftgen_contracts.progress import ProgressDocument, parse_progress
@@ -54,13 +57,81 @@ def delete_job(namespace: str, name: str) -> None:
             raise
 
 
-def apply_decision(owner, namespace: str, decision: Decision) -> None:
-    for name in decision.delete_jobs:
-        delete_job(namespace, name)
+def server_message(e: Exception) -> tuple[int, str]:
+    """(HTTP status, the API server's own message) of a failed request; (0, the error) without an answer."""
+    if not isinstance(e, client.ApiException):
+        return 0, f"{type(e).__name__}: {e}"
+    try:
+        return e.status, json.loads(e.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        return e.status, e.reason or str(e)
+
+
+class Refusals:
+    """The writes the API server refused, per object, with the time each may be tried again
+    (policies/api_error_policy.backoff_s); kept in memory: a restarted operator simply tries at once."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple, tuple[ApiError, int, float]] = {}  # key -> (last error, failures, next try)
+
+    def due(self, key: tuple, now: float) -> bool:
+        return key not in self._by_key or self._by_key[key][2] <= now
+
+    def refused(self, key: tuple, error: ApiError, now: float) -> bool:
+        """Record a refusal; True when it is new (not the same refusal again)."""
+        last, failures, _ = self._by_key.get(key, (None, 0, 0.0))
+        self._by_key[key] = (error, failures + 1, now + backoff_s(failures + 1))
+        return last is None or last.status != error.status
+
+    def accepted(self, key: tuple) -> None:
+        self._by_key.pop(key, None)
+
+    def pending(self, owner: tuple, now: float) -> list[tuple[ApiError, float]]:
+        """This owner's writes still refused, each with the seconds until it is tried again."""
+        return [(e, max(0.0, at - now)) for key, (e, _, at) in sorted(self._by_key.items(), key=lambda kv: kv[0])
+                if key[:2] == owner]
+
+    def forget(self, owner: tuple) -> None:
+        for key in [k for k in self._by_key if k[:2] == owner]:
+            del self._by_key[key]
+
+
+REFUSALS = Refusals()
+
+
+def _attempt(owner_body, key: tuple, error_of, write, now: float) -> None:
+    if not REFUSALS.due(key, now):
+        return
+    try:
+        write()
+    except Exception as e:  # every refusal is said on the object, never only in this log
+        status, message = server_message(e)
+        error = error_of(status, message)
+        log.warning("%s", error.says())
+        if REFUSALS.refused(key, error, now):
+            kopf.event(owner_body, type="Warning", reason=reason_of(error), message=error.says())
+    else:
+        REFUSALS.accepted(key)
+
+
+def apply_decision(owner, namespace: str, decision: Decision) -> list[tuple[ApiError, float]]:
+    """Try every write of the decision (those refused lately only once their backoff is over);
+    what is still refused, for the status (draftgen.refusals)."""
+    name, now = owner["metadata"]["name"], time.monotonic()
+    for job in decision.delete_jobs:
+        _attempt(owner, (namespace, name, "delete", "Job", job),
+                 lambda status, message, job=job: ApiError("delete", "Job", job, status, message),
+                 lambda job=job: delete_job(namespace, job), now)
     for obj in decision.create:
-        # Owner references only: kopf.adopt() would also copy the owner's labels (GitOps tracking labels included).
-        kopf.append_owner_reference(obj, owner=owner)
+        # Owner references only: kopf.adopt() would also copy the owner's labels (GitOps tracking labels
+        # included). The output lock has none: it outlives the object, as the data does (plan.output_lock).
+        if names.LABEL_OUTPUT_LOCK not in obj["metadata"]["labels"]:
+            kopf.append_owner_reference(obj, owner=owner)
         obj["metadata"]["namespace"] = namespace
-        _create(namespace, obj)
+        kind, child = obj["kind"], obj["metadata"]["name"]
+        _attempt(owner, (namespace, name, "create", kind, child),
+                 lambda status, message, kind=kind, child=child: ApiError("create", kind, child, status, message),
+                 lambda obj=obj: _create(namespace, obj), now)
     for type_, reason, message in decision.events:
         kopf.event(owner, type=type_, reason=reason, message=message)
+    return REFUSALS.pending((namespace, name), now)

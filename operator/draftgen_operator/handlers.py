@@ -16,14 +16,15 @@ from pydantic import ValidationError
 
 from draftgen import plan
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
-from draftgen.observed import World, job_state_from
+from draftgen.observed import World, job_state_from, pod_state_from
 from draftgen.reconcile import decide
+from draftgen.refusals import with_refusals
 from draftgen_contracts import names
 from draftgen_contracts.timestamps import utc_now_iso
 from draftgen_contracts.validation import error_lines
 
 from . import metrics
-from .apply import apply_decision, report_from
+from .apply import REFUSALS, apply_decision, report_from
 
 log = logging.getLogger("draftgen.operator")
 FOLD_INTERVAL = float(os.environ.get("DRAFTGEN_FOLD_INTERVAL", "2"))
@@ -71,6 +72,11 @@ def configmaps_index(namespace, labels, name, body, **_):
     return {(namespace, labels[names.LABEL_NAME]): (name, report_from(body))}
 
 
+@kopf.index("", "v1", "configmaps", labels={names.LABEL_OUTPUT_LOCK: "true"})
+def output_locks_index(namespace, name, body, **_):
+    return {(namespace, name): (body.get("data") or {}).get("owner")}
+
+
 @kopf.index("", "v1", "serviceaccounts", labels=OWNED)
 def serviceaccounts_index(namespace, labels, name, **_):
     return {(namespace, labels[names.LABEL_NAME]): ("ServiceAccount", name)}
@@ -84,6 +90,23 @@ def roles_index(namespace, labels, name, **_):
 @kopf.index("rbac.authorization.k8s.io", "v1", "rolebindings", labels=OWNED)
 def rolebindings_index(namespace, labels, name, **_):
     return {(namespace, labels[names.LABEL_NAME]): ("RoleBinding", name)}
+
+
+@kopf.index("", "v1", "pods", labels={**OWNED, names.LABEL_COMPONENT: "generate"})
+def generation_pods_index(namespace, labels, body, **_):
+    return {(namespace, labels[names.LABEL_NAME]): pod_state_from(dict(body))}
+
+
+def _is_a_job_refusing_pods(body, **_) -> bool:
+    involved = body.get("involvedObject") or {}
+    return involved.get("kind") == "Job" and body.get("reason") == "FailedCreate"
+
+
+@kopf.index("", "v1", "events", when=_is_a_job_refusing_pods)
+def refused_pods_index(namespace, body, **_):
+    """A Job's FailedCreate events: the pods the API server refused it (quota, Pod Security)."""
+    when = body.get("lastTimestamp") or body.get("eventTime") or body["metadata"].get("creationTimestamp") or ""
+    return {(namespace, body["involvedObject"]["name"]): (when, body.get("message") or "")}
 
 
 @kopf.index("", "v1", "persistentvolumeclaims")
@@ -101,7 +124,15 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
     claims = set(indexes["claims_index"].get(namespace, []))
     missing = tuple(c for c in dict.fromkeys([spec.output.claim_name, spec.model.claim_name]) if c not in claims)
     jobs = {j.name: j for j in indexes["jobs_index"].get(key, [])}
-    return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing)
+    refused = {}
+    for job in jobs.values():  # the latest refusal since the Job was created (older events outlive their Job)
+        said = [e for e in indexes["refused_pods_index"].get((namespace, job.name), []) if e[0] >= job.created_at]
+        if said:
+            refused[job.name] = max(said)[1]
+    lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
+    owner = next(iter(indexes["output_locks_index"].get((namespace, lock), [])), None)
+    return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing,
+                 output_owner=owner, pods=tuple(indexes["generation_pods_index"].get(key, [])), refused_pods=refused)
 
 
 # --- reconcile ------------------------------------------------------------------------------------
@@ -117,16 +148,20 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
         kopf.warn(body, reason="InvalidSpec", message=problems)
         return
     try:
-        decision = decide(name, namespace, meta.get("generation", 1), parsed, previous,
-                          observe(namespace, name, parsed, indexes), SETTINGS, utc_now_iso())
-        apply_decision(body, namespace, decision)
+        now, generation = utc_now_iso(), meta.get("generation", 1)
+        decision = decide(name, namespace, generation, parsed, previous, observe(namespace, name, parsed, indexes),
+                          SETTINGS, now)
+        refused = apply_decision(body, namespace, decision)
     except Exception:
         metrics.RECONCILE_ERRORS.labels(namespace, name).inc()
         raise
-    new = decision.status.model_dump(by_alias=True, mode="json")
+    if refused:
+        metrics.RECONCILE_ERRORS.labels(namespace, name).inc()
+    status = with_refusals(decision.status, refused, now, generation)
+    new = status.model_dump(by_alias=True, mode="json")
     if new != previous.model_dump(by_alias=True, mode="json"):
         patch.status.update(new)
-    metrics.observe(namespace, name, decision.status, indexes["jobs_index"].get((namespace, name), []))
+    metrics.observe(namespace, name, status, indexes["jobs_index"].get((namespace, name), []))
 
 
 RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)
@@ -140,3 +175,4 @@ kopf.timer(*RESOURCE, interval=FOLD_INTERVAL, sharp=True, id="fold")(reconcile)
 def forget(name, namespace, **_):
     """Children go by owner references (the data volume has none, so it stays); metrics go here."""
     metrics.forget(namespace, name)
+    REFUSALS.forget((namespace, name))

@@ -30,7 +30,7 @@ def test_valid_manifest_is_accepted_with_defaults(k8s, crd, namespace):
     got = create(k8s, namespace, manifest())
     server = got["spec"]["server"]
     assert server["tensorParallelSize"] == 8 and server["gpusPerReplica"] == 8 and server["port"] == 30000
-    assert got["spec"]["model"]["contextLength"] == 16384
+    assert got["spec"]["model"]["contextLength"] == 32768
 
 
 @pytest.mark.parametrize("path, value, field", [

@@ -85,12 +85,16 @@ def test_deleting_removes_children_but_never_the_data(run):
     def children_gone():
         rbac = client.RbacAuthorizationV1Api(r.core.api_client)
         return not (r.jobs() or r.pods()
-                    or r.core.list_namespaced_config_map(r.namespace, label_selector=f"{names.LABEL_NAME}=qs").items
+                    or r.core.list_namespaced_config_map(
+                        r.namespace, label_selector=f"{names.LABEL_NAME}=qs,!{names.LABEL_OUTPUT_LOCK}").items
                     or rbac.list_namespaced_role(r.namespace, label_selector=f"{names.LABEL_NAME}=qs").items)
 
     wait_for(children_gone, 90, "children garbage-collected", r.cluster)
     assert r.core.read_namespaced_persistent_volume_claim("data", r.namespace)
     assert (r.data / "prompts" / "chat.jsonl").exists()
+    # The output folder's lock stays with the data (docs/operator.md#one-run-per-output-folder).
+    [lock] = r.core.list_namespaced_config_map(r.namespace, label_selector=f"{names.LABEL_OUTPUT_LOCK}=true").items
+    assert lock.data["owner"] == "qs"
 
 
 def test_missing_volume_is_a_condition_then_resolves(run, tiny_model):

@@ -68,10 +68,15 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [list, watch]
-# kopf posts core v1 events on the DatasetGeneration.
+# kopf posts core v1 events on the DatasetGeneration; the Jobs' FailedCreate events are watched
+# (pods refused by a quota or Pod Security), and so are the generation pods (scheduling, image
+# pulls, crash loops), so the DatasetGeneration says why a replica does not run.
 - apiGroups: [""]
   resources: [events]
-  verbs: [create]
+  verbs: [create, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list, watch]
 {{- end -}}
 
 {{/* A map as "k1=v1,k2=v2", sorted: the format of DRAFTGEN_EXTRA_POD_LABELS. */}}
