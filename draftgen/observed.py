@@ -19,7 +19,8 @@ class JobState:
     failure_reason: str = ""
     failure_message: str = ""
     deleting: bool = False
-    created_at: str = ""  # metadata.creationTimestamp (RFC 3339, comparable as text)
+    created_at: str = ""  # metadata.creationTimestamp (RFC 3339)
+    suspended: bool = False  # spec.suspend (e.g. queued in Kueue): it makes no pods
 
 
 @dataclass(frozen=True)
@@ -85,4 +86,5 @@ def job_state_from(job: dict) -> JobState:
         config_hash=(meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION),
         active=status.get("active") or 0, succeeded="Complete" in conditions, failed=failed is not None,
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),
-        deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "")
+        deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "",
+        suspended=bool((job.get("spec") or {}).get("suspend")))

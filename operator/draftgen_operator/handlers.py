@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import datetime
 
 import kopf
-from kubernetes import config
+from kubernetes import client, config
 from pydantic import ValidationError
 
 from draftgen import plan
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
-from draftgen.observed import World, job_state_from, pod_state_from
+from draftgen.observed import JobState, World, job_state_from, pod_state_from
 from draftgen.reconcile import decide
 from draftgen.refusals import with_refusals
 from draftgen_contracts import names
@@ -97,21 +98,27 @@ def generation_pods_index(namespace, labels, body, **_):
     return {(namespace, labels[names.LABEL_NAME]): pod_state_from(dict(body))}
 
 
-def _is_a_job_refusing_pods(body, **_) -> bool:
-    involved = body.get("involvedObject") or {}
-    return involved.get("kind") == "Job" and body.get("reason") == "FailedCreate"
-
-
-@kopf.index("", "v1", "events", when=_is_a_job_refusing_pods)
-def refused_pods_index(namespace, body, **_):
-    """A Job's FailedCreate events: the pods the API server refused it (quota, Pod Security)."""
-    when = body.get("lastTimestamp") or body.get("eventTime") or body["metadata"].get("creationTimestamp") or ""
-    return {(namespace, body["involvedObject"]["name"]): (when, body.get("message") or "")}
-
-
 @kopf.index("", "v1", "persistentvolumeclaims")
 def claims_index(namespace, name, **_):
     return {namespace: name}
+
+
+def refused_pods(namespace: str, job: JobState) -> str:
+    """The message of the Job's latest FailedCreate event (the pods the API server refused it: a quota,
+    Pod Security), if newer than the Job (events outlive their Job). Read only for a generation Job
+    that has no pod, so a tick of a healthy run makes no API read; watching every event of the
+    namespace instead slowed the operator's timers (bench/operator_latency.py)."""
+    selector = f"involvedObject.kind=Job,involvedObject.name={job.name},reason=FailedCreate"
+    try:
+        events = client.CoreV1Api().list_namespaced_event(namespace, field_selector=selector).items
+    except client.ApiException as e:
+        log.warning("events of Job %s/%s not read: %s", namespace, job.name, e.reason)
+        return ""
+    created = datetime.fromisoformat(job.created_at.replace("Z", "+00:00")) if job.created_at else None
+    said = [(at, e.message or "") for e in events
+            if (at := e.last_timestamp or e.event_time or e.metadata.creation_timestamp) is not None
+            and (created is None or at >= created)]
+    return max(said)[1] if said else ""
 
 
 def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
@@ -124,15 +131,15 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
     claims = set(indexes["claims_index"].get(namespace, []))
     missing = tuple(c for c in dict.fromkeys([spec.output.claim_name, spec.model.claim_name]) if c not in claims)
     jobs = {j.name: j for j in indexes["jobs_index"].get(key, [])}
-    refused = {}
-    for job in jobs.values():  # the latest refusal since the Job was created (older events outlive their Job)
-        said = [e for e in indexes["refused_pods_index"].get((namespace, job.name), []) if e[0] >= job.created_at]
-        if said:
-            refused[job.name] = max(said)[1]
+    pods = tuple(indexes["generation_pods_index"].get(key, []))
+    with_pods = {names.generation_job_name(name, p.replica) for p in pods}
+    refused = {job.name: said for job in jobs.values()
+               if job.component == "generate" and job.name not in with_pods and not job.deleting and not job.suspended
+               and (said := refused_pods(namespace, job))}
     lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
     owner = next(iter(indexes["output_locks_index"].get((namespace, lock), [])), None)
     return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing,
-                 output_owner=owner, pods=tuple(indexes["generation_pods_index"].get(key, [])), refused_pods=refused)
+                 output_owner=owner, pods=pods, refused_pods=refused)
 
 
 # --- reconcile ------------------------------------------------------------------------------------

@@ -257,3 +257,45 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
     finally:
         operator.stop()
 
+
+
+@pytest.mark.parametrize("operator_identity", ["namespaced"], indirect=True)
+def test_a_permission_taken_away_and_given_back_heals_without_a_restart(cluster, k8s, operator_identity, namespace,
+                                                                         tmp_path):
+    """The chart's Role in the watched namespace loses `create` on Jobs: the operator's Job creates are
+    refused (403), which the object says in condition Blocked while the operator retries; once the
+    permission is back, the Jobs are created and Blocked clears, with no restart."""
+    sa_namespace, service_account, watched = operator_identity
+    kubeconfig = token_kubeconfig(cluster, service_account_token(k8s, sa_namespace, service_account),
+                                  tmp_path / "operator.kubeconfig")
+    for claim in ("models", "data"):
+        cluster.create_local_volume(namespace, claim, "1Gi")
+    rbac, batch = client.RbacAuthorizationV1Api(k8s), client.BatchV1Api(k8s)
+    custom = client.CustomObjectsApi(k8s)
+    original = k8s.sanitize_for_serialization(rbac.read_namespaced_role(service_account, namespace).rules)
+    granted = [{**rule, "verbs": [v for v in rule["verbs"] if not ("jobs" in rule["resources"] and v == "create")]}
+               for rule in original]
+    rbac.patch_namespaced_role(service_account, namespace, {"rules": granted})
+    custom.create_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, manifest("demo"))
+
+    def blocked():
+        dg = custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo")
+        c = {c["type"]: c for c in (dg.get("status") or {}).get("conditions") or []}.get("Blocked") or {}
+        return c.get("status") == "True" and c["reason"] == "Forbidden" and "create Job demo-gen-r000" in c["message"]
+
+    def healed():
+        dg = custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo")
+        c = {c["type"]: c for c in (dg.get("status") or {}).get("conditions") or []}.get("Blocked") or {}
+        jobs = {j.metadata.name for j in batch.list_namespaced_job(namespace).items}
+        return {"demo-gen-r000", "demo-gen-r001"} <= jobs and c.get("status") == "False"
+
+    operator = Operator(cluster, tmp_path, extra_env={"KUBECONFIG": str(kubeconfig), "DRAFTGEN_EXTRA_POD_LABELS": ""})
+    operator.start(watched)
+    try:
+        wait_for(blocked, 60, "condition Blocked, Forbidden, naming the Job", cluster)
+        rbac.patch_namespaced_role(service_account, namespace, {"rules": original})
+        wait_for(healed, 90, "the Jobs created and Blocked cleared", cluster)
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n--- the operator's log ends:\n{operator.log.read_text()[-3000:]}") from None
+    finally:
+        operator.stop()

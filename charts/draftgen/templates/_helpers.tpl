@@ -68,12 +68,12 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [list, watch]
-# kopf posts core v1 events on the DatasetGeneration; the Jobs' FailedCreate events are watched
-# (pods refused by a quota or Pod Security), and so are the generation pods (scheduling, image
-# pulls, crash loops), so the DatasetGeneration says why a replica does not run.
+# kopf posts core v1 events on the DatasetGeneration; a generation Job's FailedCreate events are
+# read while it has no pod (pods refused by a quota or Pod Security), and the generation pods are
+# watched (scheduling, image pulls, crash loops): the DatasetGeneration says why a replica does not run.
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, list, watch]
+  verbs: [create, list]
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch]
