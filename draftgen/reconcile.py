@@ -64,7 +64,8 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
         decision.events.append(("Normal", reason, message))
 
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
-    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods)
+    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods,
+                            frozenset(j.name for j in jobs if j.suspended))
                 if world.pods is not None and stage == "Generating" and not spec.suspend else None)
     failure = None if spec.suspend else failure_of(jobs) or pods_refused_for_good(capacity)
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
@@ -99,9 +100,9 @@ def pods_refused_for_good(capacity: Capacity | None) -> tuple[str, str] | None:
 
 
 def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[tuple[str, str, str]]:
-    """A Warning when a replica starts waiting on something other than its own start."""
+    """A Warning when a replica starts waiting on something other than its own start or its queue."""
     before, now = condition(previous.conditions, "Capacity"), condition(status.conditions, "Capacity")
-    if now is None or now.status == "True" or now.reason == "Starting":
+    if now is None or now.status == "True" or now.reason in ("Starting", "Queued"):
         return []
     if before is not None and (before.reason, before.message) == (now.reason, now.message):
         return []

@@ -2,7 +2,7 @@
 operator sees of their Jobs and pods; what `WaitingForServers` and `Capacity` then say.
 
 A replica runs when its pod is Ready (its server passed the startup probe). One that does not is
-explained by the first of: its Job's pods refused at creation (the Job's FailedCreate event: a
+explained by the first of: its Job suspended (queued in Kueue), its Job's pods refused at creation (the Job's FailedCreate event: a
 ResourceQuota, Pod Security admission), its pod unschedulable (the scheduler's message), a
 container that cannot start (image pull, crash loop: the kubelet's words), or its server still
 starting. Pod Security refusals are permanent (the namespace's policy forbids the pod the spec
@@ -23,7 +23,7 @@ PERMANENT_REFUSALS = ("violates PodSecurity",)
 @dataclass(frozen=True)
 class ReplicaWait:
     replica: int
-    reason: str  # PodsRefused, Unschedulable, ErrImagePull, ..., Starting
+    reason: str  # Queued, PodsRefused, Unschedulable, ErrImagePull, ..., Starting
     message: str
 
     @property
@@ -47,16 +47,20 @@ class Capacity:
         return "; ".join(f"replica {w.replica}: {w.reason}: {w.message}" for w in self.waits)
 
 
-def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_pods: dict[str, str]) -> Capacity:
+def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_pods: dict[str, str],
+                suspended_jobs: frozenset[str] = frozenset()) -> Capacity:
     live = [p for p in pods if not p.deleting]
     waits = []
     for r in range(replicas):
         mine = [p for p in live if p.replica == r]
         if any(p.ready for p in mine):
             continue
-        refused = refused_pods.get(names.generation_job_name(name, r))
+        job = names.generation_job_name(name, r)
+        refused = refused_pods.get(job)
         stuck = next((p for p in mine if p.problem_reason), None)
-        if stuck is not None:
+        if job in suspended_jobs and not mine:
+            waits.append(ReplicaWait(r, "Queued", f"its Job {job} is suspended until a queue (Kueue) admits it"))
+        elif stuck is not None:
             waits.append(ReplicaWait(r, stuck.problem_reason, stuck.problem_message))
         elif refused and not mine:
             waits.append(ReplicaWait(r, "PodsRefused", refused))

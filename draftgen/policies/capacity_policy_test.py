@@ -42,3 +42,8 @@ def test_pod_state_reads_the_scheduler_and_the_kubelet():
             "reason": "ImagePullBackOff", "message": 'Back-off pulling image "sglang:nope"'}}}]}})
     assert pulling.scheduled and pulling.problem_reason == "ImagePullBackOff"
     assert pulling.problem_message == 'container sglang: Back-off pulling image "sglang:nope"'
+
+
+def test_a_job_waiting_in_a_queue_says_so_not_that_its_pod_is_coming():
+    [wait] = capacity_of("x", 1, (), {}, suspended_jobs=frozenset({"x-gen-r000"})).waits
+    assert wait.reason == "Queued" and "x-gen-r000" in wait.message and not wait.permanent
