@@ -159,9 +159,9 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
     elif stage == "Generating" and not world.reports:
         phase, reason, message = "Pending", "WaitingForServers", "generation pods are starting their servers"
         if capacity is not None:
-            blocked = [w for w in capacity.waits if w.reason != "Starting"]
+            blocked = capacity.first_block()
             if blocked and len(capacity.waits) == capacity.requested:  # nothing runs, and not for want of time
-                reason = blocked[0].reason
+                reason = blocked.reason
             message = capacity.counts() + (f"; {capacity.why_not()}" if capacity.waits else "")
     elif stage == "Merging":  # the reason records why generation ended and the GPUs were released
         phase, reason = "Merging", "BudgetsMet"
@@ -183,7 +183,7 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
                       message if phase == "Suspended" else "", now, g)
     if capacity is not None:
         status.ready_replicas = capacity.ready
-        first = next((w for w in capacity.waits if w.reason != "Starting"), capacity.waits[0] if capacity.waits else None)
+        first = capacity.first_block() or (capacity.waits[0] if capacity.waits else None)
         c = set_condition(c, "Capacity", not capacity.waits, first.reason if first else "AllReplicasReady",
                           f"{capacity.ready} of {capacity.requested} generation replicas ready"
                           + (f"; {capacity.why_not()}" if capacity.waits else ""), now, g)

@@ -43,6 +43,10 @@ class Capacity:
         return (f"{self.pods} of {self.requested} generation pods exist, {self.scheduled} scheduled, "
                 f"{self.ready} ready")
 
+    def first_block(self) -> ReplicaWait | None:
+        """The first replica waiting on something other than its own start; None when none is."""
+        return next((w for w in self.waits if w.reason != "Starting"), None)
+
     def why_not(self) -> str:
         return "; ".join(f"replica {w.replica}: {w.reason}: {w.message}" for w in self.waits)
 

@@ -99,14 +99,15 @@ class Refusals:
 REFUSALS = Refusals()
 
 
-def _attempt(owner_body, key: tuple, error_of, write, now: float) -> None:
+def _attempt(owner_body, key: tuple, write, now: float) -> None:
+    """One write, unless its backoff is not over; a refusal is recorded under `key` (namespace,
+    owner, verb, kind, child), said on the object, and never only in this log."""
     if not REFUSALS.due(key, now):
         return
     try:
         write()
-    except Exception as e:  # every refusal is said on the object, never only in this log
-        status, message = server_message(e)
-        error = error_of(status, message)
+    except Exception as e:
+        error = ApiError(*key[2:], *server_message(e))
         log.warning("%s", error.says())
         if REFUSALS.refused(key, error, now):
             kopf.event(owner_body, type="Warning", reason=reason_of(error), message=error.says())
@@ -119,18 +120,14 @@ def apply_decision(owner, namespace: str, decision: Decision) -> list[tuple[ApiE
     what is still refused, for the status (draftgen.refusals)."""
     name, now = owner["metadata"]["name"], time.monotonic()
     for job in decision.delete_jobs:
-        _attempt(owner, (namespace, name, "delete", "Job", job),
-                 lambda status, message, job=job: ApiError("delete", "Job", job, status, message),
-                 lambda job=job: delete_job(namespace, job), now)
+        _attempt(owner, (namespace, name, "delete", "Job", job), lambda job=job: delete_job(namespace, job), now)
     for obj in decision.create:
         # Owner references only: kopf.adopt() would also copy the owner's labels (GitOps tracking labels
         # included). The output lock has none: it outlives the object, as the data does (plan.output_lock).
         if names.LABEL_OUTPUT_LOCK not in obj["metadata"]["labels"]:
             kopf.append_owner_reference(obj, owner=owner)
         obj["metadata"]["namespace"] = namespace
-        kind, child = obj["kind"], obj["metadata"]["name"]
-        _attempt(owner, (namespace, name, "create", kind, child),
-                 lambda status, message, kind=kind, child=child: ApiError("create", kind, child, status, message),
+        _attempt(owner, (namespace, name, "create", obj["kind"], obj["metadata"]["name"]),
                  lambda obj=obj: _create(namespace, obj), now)
     for type_, reason, message in decision.events:
         kopf.event(owner, type=type_, reason=reason, message=message)
