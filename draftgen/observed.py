@@ -41,6 +41,14 @@ STUCK_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "Create
                  "CreateContainerError", "CrashLoopBackOff", "RunContainerError")
 
 
+def _last_exit(container_status: dict) -> str:
+    """How a restarted container last ended (a crash loop's cause is in its exit code)."""
+    last = ((container_status.get("lastState") or {}).get("terminated")) or {}
+    if not container_status.get("restartCount") or "exitCode" not in last:
+        return ""
+    return f" (restarted {container_status['restartCount']} times, last exit code {last['exitCode']})"
+
+
 def pod_state_from(pod: dict) -> PodState:
     """A v1 Pod (as a dict) -> PodState."""
     meta, status = pod.get("metadata", {}), pod.get("status") or {}
@@ -55,7 +63,7 @@ def pod_state_from(pod: dict) -> PodState:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in STUCK_WAITING:
             reason = waiting["reason"]
-            message = f"container {cs.get('name')}: {waiting.get('message') or waiting['reason']}"
+            message = f"container {cs.get('name')}: {waiting.get('message') or waiting['reason']}{_last_exit(cs)}"
             break
     replica = (meta.get("labels") or {}).get(LABEL_REPLICA, "0")
     return PodState(name=meta.get("name", ""), replica=int(replica) if replica.isdigit() else 0, scheduled=scheduled,

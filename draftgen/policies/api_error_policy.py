@@ -5,7 +5,8 @@ deleting a Job), is that the end of the run or something to wait out, and what d
   invalid child, e.g. a label value the spec let through) and an admission webhook's denial. The
   DatasetGeneration fails with the API server's own message.
 - Transient: the world may change: 403 (a permission or a ResourceQuota that may come back),
-  409 (a conflict on anything but a create), 429, 5xx, no answer. The phase stays; condition
+  409 (a conflict; a create that finds its object there is not an error), 429, 5xx, no answer
+  (a webhook that cannot be reached: 500). The phase stays; condition
   `Blocked` says what is refused and when it is tried again, with exponential backoff.
 """
 

@@ -42,6 +42,12 @@ def test_pod_state_reads_the_scheduler_and_the_kubelet():
             "reason": "ImagePullBackOff", "message": 'Back-off pulling image "sglang:nope"'}}}]}})
     assert pulling.scheduled and pulling.problem_reason == "ImagePullBackOff"
     assert pulling.problem_message == 'container sglang: Back-off pulling image "sglang:nope"'
+    crashing = pod_state_from({"metadata": {"name": "r"}, "status": {
+        "conditions": [{"type": "PodScheduled", "status": "True"}],
+        "initContainerStatuses": [{"name": "sglang", "restartCount": 2,
+                                   "lastState": {"terminated": {"exitCode": 2}},
+                                   "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s"}}}]}})
+    assert crashing.problem_message == "container sglang: back-off 20s (restarted 2 times, last exit code 2)"
 
 
 def test_a_job_waiting_in_a_queue_says_so_not_that_its_pod_is_coming():

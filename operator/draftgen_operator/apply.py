@@ -42,8 +42,16 @@ def _create(namespace: str, obj: dict) -> None:
         create(namespace, obj)
         log.info("created %s %s/%s", kind, namespace, obj["metadata"]["name"])
     except client.ApiException as e:
-        if e.status != 409:  # already there: a restart or a stale index, not a problem
+        if not already_exists(e):  # a restart or a stale index, not a problem
             raise
+
+
+def already_exists(e: client.ApiException) -> bool:
+    """A create refused because the object is there; not any 409 (a webhook may answer 409 too)."""
+    try:
+        return e.status == 409 and json.loads(e.body).get("reason") == "AlreadyExists"
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def delete_job(namespace: str, name: str) -> None:

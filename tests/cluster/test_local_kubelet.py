@@ -8,6 +8,7 @@ import textwrap
 from kubernetes import client
 
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
+from draftgen_dev.cluster.kubelet.image_pull import pull_error, registry_host
 from draftgen_dev.cluster.kubelet.pod_env import expand_vars
 from tests.conftest import is_gone, wait_for
 
@@ -96,6 +97,53 @@ def test_deleting_a_running_pod_stops_its_process(cluster, k8s, namespace):
     core.delete_namespaced_pod("sleeper", namespace, grace_period_seconds=2)
 
     wait_for(lambda: is_gone(core.read_namespaced_pod, "sleeper", namespace), 20, "the pod to be removed", cluster)
+
+
+def sidecar_waiting(core, namespace, name):
+    statuses = core.read_namespaced_pod(name, namespace).status.init_container_statuses or []
+    return statuses[0] if statuses and statuses[0].state.waiting else None
+
+
+def test_a_sidecar_that_exits_before_its_probe_passes_crash_loops_with_its_exit_code(cluster, k8s, namespace):
+    setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    pod = local_pod("crashy", ["sleep", "600"], sidecar=True)
+    pod["spec"]["initContainers"][0]["command"] = ["sh", "-c", "exit 7"]
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(lambda: sidecar_waiting(core, namespace, "crashy"), 60, "the sidecar to crash", cluster)
+    status = sidecar_waiting(core, namespace, "crashy")
+    assert status.state.waiting.reason == "CrashLoopBackOff"
+    assert status.state.waiting.message.startswith("back-off 10s restarting failed container=server pod=crashy_")
+    assert status.restart_count == 1 and status.last_state.terminated.exit_code == 7
+    assert phase(core, namespace, "crashy") == "Pending"  # restarted, not failed: restartPolicy Always
+    core.delete_namespaced_pod("crashy", namespace, grace_period_seconds=0)
+    wait_for(lambda: is_gone(core.read_namespaced_pod, "crashy", namespace), 20, "the pod to be removed", cluster)
+
+
+def test_an_image_from_an_unresolvable_registry_fails_to_pull_and_backs_off(cluster, k8s, namespace):
+    setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    pod = local_pod("nopull", ["sleep", "600"], sidecar=True)
+    pod["spec"]["initContainers"][0]["image"] = "registry.invalid/sglang:v0"
+
+    def pull_backing_off():
+        status = sidecar_waiting(core, namespace, "nopull")
+        return status is not None and status.state.waiting.reason == "ImagePullBackOff"
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(pull_backing_off, 60, "the pull to back off", cluster)
+    assert sidecar_waiting(core, namespace, "nopull").state.waiting.message == \
+        'Back-off pulling image "registry.invalid/sglang:v0"'
+    assert phase(core, namespace, "nopull") == "Pending"
+    core.delete_namespaced_pod("nopull", namespace, grace_period_seconds=0)
+    wait_for(lambda: is_gone(core.read_namespaced_pod, "nopull", namespace), 20, "the pod to be removed", cluster)
+
+
+def test_image_references_name_their_registry_host():
+    assert registry_host("registry.invalid/sglang:v0") == "registry.invalid"
+    assert registry_host("localhost:5000/x") == "localhost"
+    assert registry_host("lmsysorg/sglang:latest") == "" and registry_host("python") == ""
+    assert pull_error("lmsysorg/sglang:latest") is None
+    assert "lookup registry.invalid: no such host" in pull_error("registry.invalid:5000/a/b")
 
 
 def test_expand_vars_follows_kubernetes_rules():

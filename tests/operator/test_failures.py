@@ -8,6 +8,7 @@ import copy
 from kubernetes import client
 
 from draftgen_contracts import names
+from draftgen_dev.cluster.webhook import WEBHOOK_NAME, AdmissionWebhook
 from jobrunner.output import iter_records, record_files
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status
@@ -105,3 +106,76 @@ def test_pods_no_node_can_take_say_the_schedulers_words(run):
                          "node(s) didn't match")
     assert ready["status"] == "False" and r.status()["phase"] == "Pending"
     assert "Unschedulable" in r.events()
+
+
+def test_an_image_that_cannot_be_pulled_is_said_with_the_kubelets_words(run):
+    r = run()
+    r.body["spec"]["server"]["image"] = "registry.invalid/sglang:v0"  # never resolves (see the local kubelet)
+    r.apply()
+
+    def pull_said():
+        r.operator.check_alive()
+        ready = conditions(r).get("Ready") or {}
+        return ready.get("reason") in ("ErrImagePull", "ImagePullBackOff") and "registry.invalid/sglang:v0" in ready["message"]
+    wait_for(pull_said, 120, "the failed pull on the object", r.cluster, interval_s=0.5)
+    assert "2 of 2 generation pods exist, 2 scheduled, 0 ready" in conditions(r)["Ready"]["message"]
+    assert r.status()["phase"] == "Pending" and conditions(r)["Capacity"]["status"] == "False"
+    assert {"ErrImagePull", "ImagePullBackOff"} & set(r.events())
+
+
+def test_a_server_that_crashes_before_it_is_ready_is_said_with_its_exit_code(run):
+    r = run()
+    r.body["spec"]["server"]["args"] = [*r.body["spec"]["server"]["args"], "--no-such-flag"]
+    r.apply()
+    ready = condition_is(r, "Ready", "CrashLoopBackOff", "0 ready", "container sglang: back-off",
+                         "last exit code 2")
+    assert ready["status"] == "False" and r.status()["phase"] == "Pending"
+    assert "CrashLoopBackOff" in r.events()
+
+
+def webhook_in_force(r, code: int) -> None:
+    """Until the API server answers a Job creation in the namespace with `code` (its webhook
+    configuration reaches the API server's informer a moment after it is written)."""
+    probe = {"metadata": {"name": "probe"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}
+
+    def answered():
+        try:
+            r.batch.create_namespaced_job(r.namespace, probe, dry_run="All")
+        except client.ApiException as e:
+            return e.status == code
+        return code == 201
+    wait_for(answered, 30, f"the webhook answering {code}", r.cluster, interval_s=0.3)
+
+
+def test_a_webhooks_denial_fails_the_object_with_the_webhooks_words(run):
+    r = run()
+    with AdmissionWebhook(r.cluster, r.namespace) as hook:
+        hook.deny(403, "Jobs in this namespace need a cost-center label")
+        webhook_in_force(r, 403)
+        r.apply()
+        r.wait_phase("Failed")
+        failed = condition_is(r, "Failed", "AdmissionDenied", "create Job qs-gen-r000", "HTTP 403",
+                              f'admission webhook "{WEBHOOK_NAME}" denied the request: '
+                              "Jobs in this namespace need a cost-center label")
+    assert failed["status"] == "True" and "AdmissionDenied" in r.events() and not r.jobs()
+
+
+def test_a_webhook_down_throttling_or_in_conflict_blocks_the_run_until_it_answers(run):
+    r = run()
+    with AdmissionWebhook(r.cluster, r.namespace) as hook:
+        hook.stop_serving()  # failurePolicy Fail: the API server cannot create a Job without its answer
+        webhook_in_force(r, 500)
+        r.apply()
+        condition_is(r, "Blocked", "ApiUnavailable", "create Job qs-gen-r000", "HTTP 500", "failed calling webhook")
+        hook.deny(429, "too many Jobs created this minute")
+        hook.start()
+        condition_is(r, "Blocked", "Throttled", "HTTP 429", "too many Jobs created this minute", "trying again in")
+        hook.deny(409, "a migration holds this namespace")
+        condition_is(r, "Blocked", "Conflict", "HTTP 409", "a migration holds this namespace")
+        assert r.status().get("phase") == "Pending" and not r.jobs()
+        hook.allow()
+        r.wait_phase("Succeeded", timeout_s=300)
+    assert conditions(r)["Blocked"]["status"] == "False"
+    assert {"ApiUnavailable", "Throttled", "Conflict"} <= set(r.events())
+    check_records_match_status(r.status(), r.records())

@@ -82,3 +82,19 @@ def create(directory: Path) -> Pki:
     pki.sa_pub.write_bytes(sa_key.public_key().public_bytes(serialization.Encoding.PEM,
                                                             serialization.PublicFormat.SubjectPublicKeyInfo))
     return pki
+
+
+def issue_serving_cert(pki: Pki, directory: Path, name: str) -> tuple[Path, Path]:
+    """A serving cert and key for a server on 127.0.0.1 signed by the cluster's CA, so the API
+    server can call it (an admission webhook, Kueue's webhooks) with that CA as its caBundle."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = _cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]), ca.subject, key.public_key(), ca_key,
+                 ca=False, usages=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans)
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(key_path, key)
+    return cert_path, key_path

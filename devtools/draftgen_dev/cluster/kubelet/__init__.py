@@ -16,13 +16,19 @@ the scheduler has bound it to a node, is run here instead, as a kubelet would ru
   listen on the same port, as in separate network namespaces, when they bind `$(POD_IP)`;
 - the pod's status follows the processes: Running, then Succeeded or Failed with each container's
   exit code (so a Job's podFailurePolicy sees real exit codes);
-- a pod marked for deletion gets SIGTERM, SIGKILL after its grace period, then is removed.
+- a pod marked for deletion gets SIGTERM, SIGKILL after its grace period, then is removed;
+- a native sidecar that exits (or fails its startup probe) before it has started is restarted after a
+  back-off (10 s doubling up to 5 min), in `CrashLoopBackOff` with its restart count and last exit
+  code meanwhile, as restartPolicy Always says;
+- an image whose registry host is under `.invalid` cannot be pulled (`ErrImagePull`, then
+  `ImagePullBackOff`, retried with the same back-off); every other image "pulls" (image_pull).
 
 Liveness probes are not run (a dead local process already fails the pod).
 
     pod_env      a container's environment: values, downward API, ConfigMap/Secret refs, $(VAR)
     pod_volumes  the pod's volumes as local folders, its ServiceAccount token, the bind-mounted argv
     probes       startup and readiness probes
+    image_pull   which images pull, and how a failed pull reads
     pod_runner   one pod: its containers in order, its status, its termination
     kubelet      the watch on pods and the command line
 """

@@ -14,11 +14,21 @@ from kubernetes import client
 
 from draftgen_contracts.timestamps import utc_now_iso as now
 
+from .image_pull import back_off_message, pull_error
 from .pod_env import container_env
 from .pod_volumes import container_argv, service_account_dir, volume_sources
 from .probes import wait_started
 
 log = logging.getLogger("local-kubelet")
+
+# A kubelet's back-off before restarting a crashed container or pulling an image again: 10 s,
+# doubling up to 5 minutes (kubernetes pkg/kubelet/kubelet.go, MaxContainerBackOff, v1.36).
+BACK_OFF_FIRST_S = 10.0
+BACK_OFF_MAX_S = 300.0
+
+
+def back_off_s(failures: int) -> float:
+    return min(BACK_OFF_MAX_S, BACK_OFF_FIRST_S * 2 ** max(0, failures - 1))
 
 
 class PodRunner(threading.Thread):
@@ -58,9 +68,29 @@ class PodRunner(threading.Thread):
                 log.warning("status of %s: %s", self.pod.metadata.name, e)
 
     def _container_status(self, container, state: dict, ready: bool = False) -> None:
+        old = self.statuses.get(container.name) or {}
         self.statuses[container.name] = {
             "name": container.name, "image": container.image or "local", "imageID": "", "ready": ready,
-            "restartCount": 0, "started": "running" in state, "state": state}
+            "restartCount": old.get("restartCount", 0), "started": "running" in state, "state": state,
+            **({"lastState": old["lastState"]} if "lastState" in old else {})}
+
+    def _waiting(self, container, reason: str, message: str) -> None:
+        self._container_status(container, {"waiting": {"reason": reason, "message": message}})
+        self._patch_status("Pending")
+
+    def _pulled(self, container) -> bool:
+        """Pull the container's image, backing off as a kubelet does while it cannot; False once the
+        pod is being stopped."""
+        failures = 0
+        while (error := pull_error(container.image or "")) is not None:
+            failures += 1
+            self._waiting(container, "ErrImagePull", error)
+            if self.terminating.wait(1.0):
+                return False
+            self._waiting(container, "ImagePullBackOff", back_off_message(container.image))
+            if self.terminating.wait(back_off_s(failures)):
+                return False
+        return True
 
     # --- running ----------------------------------------------------------------------------------
     def _start(self, container, volumes, sa_dir) -> subprocess.Popen:
@@ -99,24 +129,25 @@ class PodRunner(threading.Thread):
         sidecars = []
         self._patch_status("Pending")
         for container in spec.init_containers or []:
-            proc = self._start(container, volumes, sa_dir)
+            if not self._pulled(container):
+                return self._stopped_before_start()
             if container.restart_policy == "Always":
+                proc = self._started_sidecar(container, volumes, sa_dir)
+                if proc is None:
+                    return self._stopped_before_start()
                 sidecars.append((container, proc))
-                if not wait_started(container, proc, self.pod_ip, self.terminating):
-                    code = proc.poll()
-                    self._stop_all(0)
-                    self._finish(container, code if code is not None else 137)
-                    self._patch_status("Failed", message=f"sidecar {container.name} did not start")
-                    return
                 self.statuses[container.name]["ready"] = True
                 self._patch_status("Pending")
             else:
+                proc = self._start(container, volumes, sa_dir)
                 code = proc.wait()
                 self._finish(container, code)
                 if code != 0:
                     self._stop_all(0)
                     self._patch_status("Failed", message=f"init container {container.name} exited {code}")
                     return
+        if not all(self._pulled(c) for c in spec.containers):
+            return self._stopped_before_start()
         mains = [(c, self._start(c, volumes, sa_dir)) for c in spec.containers]
         for c, _ in mains:
             self.statuses[c.name]["ready"] = True
@@ -134,6 +165,33 @@ class PodRunner(threading.Thread):
         failed = {n: c for n, c in codes.items() if c != 0}
         self._patch_status("Failed" if failed else "Succeeded",
                            message=f"containers exited {failed}" if failed else None)
+
+    def _stopped_before_start(self) -> None:
+        # Terminal, as a kubelet reports it: a Job's pod keeps its tracking finalizer until then.
+        self._stop_all(0)
+        self._patch_status("Failed", message="stopped before its containers started")
+
+    def _started_sidecar(self, container, volumes, sa_dir) -> subprocess.Popen | None:
+        """A native sidecar, once its startup probe passes. One that exits or fails the probe first is
+        restarted after a back-off, in CrashLoopBackOff meanwhile (restartPolicy Always); None once
+        the pod is being stopped."""
+        while True:
+            proc = self._start(container, volumes, sa_dir)
+            if wait_started(container, proc, self.pod_ip, self.terminating):
+                return proc
+            if self.terminating.is_set():
+                return None
+            self._terminate(proc, 0)
+            self._finish(container, proc.returncode)
+            status = self.statuses[container.name]
+            status["restartCount"] += 1
+            status["lastState"] = status["state"]
+            wait = back_off_s(status["restartCount"])
+            meta = self.pod.metadata
+            self._waiting(container, "CrashLoopBackOff", f"back-off {wait:.0f}s restarting failed "
+                          f"container={container.name} pod={meta.name}_{meta.namespace}({meta.uid})")
+            if self.terminating.wait(wait):
+                return None
 
     @staticmethod
     def _terminate(proc: subprocess.Popen, grace_s: float) -> None:
