@@ -10,6 +10,7 @@ from kubernetes import client
 from draftgen_contracts import names
 from draftgen_dev.cluster.webhook import WEBHOOK_NAME, AdmissionWebhook
 from jobrunner.output import iter_records, record_files
+from tests.argocd.health import argocd_health
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status
 
@@ -34,7 +35,7 @@ def test_a_child_the_api_server_refuses_fails_the_object_with_its_message(run):
     r.apply()
     r.wait_phase("Failed")
     failed = condition_is(r, "Failed", "ChildInvalid", "create Job qs-gen-r000", "HTTP 400", "quantities must match")
-    assert failed["status"] == "True"
+    assert failed["status"] == "True" and argocd_health(r.get()) == ("Degraded", failed["message"])
     assert "ChildInvalid" in r.events()
 
 

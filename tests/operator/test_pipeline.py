@@ -10,6 +10,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import free_port
+from tests.argocd.health import argocd_health
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status
 
@@ -27,6 +28,7 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port)
     r.apply()
     status = r.wait_phase("Generating")
+    assert argocd_health(r.get())[0] == "Progressing"
     assert wait_for(lambda: http_ok(f"http://127.0.0.1:{liveness_port}/healthz"), 30, "the liveness endpoint")
     pods = r.pods()
     assert len(pods) == 2 and len({p.spec.node_name for p in pods}) == 2  # one replica per GPU node
@@ -54,6 +56,7 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "True" and conditions["Succeeded"]["status"] == "True"
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]
+    assert argocd_health(r.get()) == ("Healthy", "Succeeded: " + conditions["Ready"]["message"])
     metrics = http_ok(f"http://127.0.0.1:{metrics_port}/metrics")
     chat = next(d for d in status["datasets"] if d["name"] == "chat")
     assert f'draftgen_dataset_tokens{{dataset="chat",name="qs",namespace="{r.namespace}"}} {float(chat["tokens"])}' in metrics
@@ -66,6 +69,7 @@ def test_suspend_deletes_jobs_and_resume_continues_from_the_output(run):
     wait_for(lambda: r.status().get("tokens", 0) > 1000, 120, "some tokens", r.cluster)
     r.patch_spec(lambda spec: spec.update(suspend=True))
     status = r.wait_phase("Suspended")
+    assert argocd_health(r.get())[0] == "Progressing"  # docs/gitops.md: never Argo CD's Suspended
     wait_for(lambda: not r.jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
     kept = len(r.records())
     assert kept > 0 and {c["type"]: c["status"] for c in status["conditions"]}["Suspended"] == "True"
