@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, LABEL_COMPONENT, LABEL_REPLICA
+from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, LABEL_COMPONENT, LABEL_REPLICA
 from draftgen_contracts.progress import ProgressDocument
 
 
@@ -21,6 +21,9 @@ class JobState:
     deleting: bool = False
     created_at: str = ""  # metadata.creationTimestamp (RFC 3339)
     suspended: bool = False  # spec.suspend (e.g. queued in Kueue): it makes no pods
+    suspended_since: str = ""  # its Suspended condition's lastTransitionTime (RFC 3339); "" when not suspended
+    queue: str = ""  # its Kueue LocalQueue (label kueue.x-k8s.io/queue-name); "" when not queued
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,9 @@ class World:
     # observed (the operator); None: not observed (the local executor has processes, not pods).
     pods: tuple[PodState, ...] | None = None
     refused_pods: dict[str, str] = field(default_factory=dict)  # Job name -> its last FailedCreate event's message
+    # Job name -> why Kueue has not admitted it, in Kueue's words (its Workload's QuotaReserved message),
+    # for the suspended Jobs of a queue; empty where not observed.
+    queue_waits: dict[str, str] = field(default_factory=dict)
 
 
 def job_state_from(job: dict) -> JobState:
@@ -89,10 +95,14 @@ def job_state_from(job: dict) -> JobState:
     meta, status = job.get("metadata", {}), job.get("status") or {}
     conditions = {c["type"]: c for c in status.get("conditions") or [] if c.get("status") == "True"}
     failed = conditions.get("Failed")
+    suspended = bool((job.get("spec") or {}).get("suspend"))
+    # The Job controller sets Suspended a moment after the spec says so; until then, since its creation.
+    since = (conditions.get("Suspended") or {}).get("lastTransitionTime") or meta.get("creationTimestamp") or ""
     return JobState(
         name=meta["name"], component=(meta.get("labels") or {}).get(LABEL_COMPONENT, ""),
         config_hash=(meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION),
         active=status.get("active") or 0, succeeded="Complete" in conditions, failed=failed is not None,
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),
         deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "",
-        suspended=bool((job.get("spec") or {}).get("suspend")))
+        suspended=suspended, suspended_since=since if suspended else "",
+        queue=(meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL, ""), uid=meta.get("uid", ""))

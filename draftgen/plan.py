@@ -166,9 +166,11 @@ def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSp
         "template": {"metadata": {"labels": {**job_labels, **dict(settings.extra_pod_labels)}},
                      "spec": {"restartPolicy": "Never", **pod_spec}},
     }
-    if spec.queue_name:  # Kueue admits the Job by unsuspending it
+    # Every Job of the run (generation, merge, extraction) is queued. Kueue's webhook suspends it at
+    # creation and Kueue unsuspends it on admission: the operator never writes spec.suspend (kueue#1726),
+    # and without Kueue installed the Job simply runs.
+    if spec.queue_name:
         metadata["labels"][names.KUEUE_QUEUE_LABEL] = spec.queue_name
-        job_spec["suspend"] = True
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
 

@@ -59,9 +59,12 @@ def test_config_errors_fail_fast_and_disruptions_do_not_count():
     assert rules[1]["action"] == "Ignore" and rules[1]["onPodConditions"][0]["type"] == "DisruptionTarget"
 
 
-def test_kueue_queue_suspends_the_job_for_admission():
+def test_every_job_is_queued_by_its_label_and_never_created_suspended():
+    """Kueue's webhook suspends a labelled Job itself; one created suspended would never run without Kueue."""
     job, _ = generation_pod()
-    assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and job["spec"]["suspend"] is True
+    assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
+    for job in (plan.merge_job("k25", SPEC, SETTINGS), plan.extract_job("k25", SPEC, SETTINGS)):
+        assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
 
 
 def test_rendered_generate_config_is_a_valid_jobrunner_config():

@@ -15,7 +15,7 @@ from .capacity import estimate
 from .conditions import condition, set_condition
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
-from .policies.capacity_policy import Capacity, capacity_of
+from .policies.capacity_policy import Capacity, capacity_of, queued_message
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
 from .policies.stage_policy import next_stage
@@ -64,8 +64,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
         decision.events.append(("Normal", reason, message))
 
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
-    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods,
-                            frozenset(j.name for j in jobs if j.suspended))
+    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods, world.jobs, world.queue_waits)
                 if world.pods is not None and stage == "Generating" and not spec.suspend else None)
     failure = None if spec.suspend else failure_of(jobs) or pods_refused_for_good(capacity)
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
@@ -107,6 +106,15 @@ def capacity_events(previous: DatasetGenerationStatus, status: DatasetGeneration
     if before is not None and (before.reason, before.message) == (now.reason, now.message):
         return []
     return [("Warning", now.reason, now.message)]
+
+
+def stage_job_queued(name: str, stage: str, world: World) -> str | None:
+    """What the merge or extraction Job waits for while a queue (Kueue) holds it suspended; None otherwise."""
+    job_name = {"Merging": names.merge_job_name(name), "Extracting": names.extract_job_name(name)}.get(stage)
+    job = world.jobs.get(job_name) if job_name else None
+    if job is None or not job.suspended or job.deleting:
+        return None
+    return queued_message(job, world.queue_waits.get(job.name, ""))
 
 
 def previous_reason(previous: DatasetGenerationStatus) -> str | None:
@@ -163,6 +171,8 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
             if blocked and len(capacity.waits) == capacity.requested:  # nothing runs, and not for want of time
                 reason = blocked.reason
             message = capacity.counts() + (f"; {capacity.why_not()}" if capacity.waits else "")
+    elif (queued := stage_job_queued(name, stage, world)) is not None:
+        phase, reason, message = stage, "Queued", queued
     elif stage == "Merging":  # the reason records why generation ended and the GPUs were released
         phase, reason = "Merging", "BudgetsMet"
         message = "every dataset met its budget or ran out of prompts; generation Jobs deleted; merging the corpus"

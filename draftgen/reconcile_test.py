@@ -2,7 +2,7 @@
 
 from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
-from draftgen.observed import PodState, World
+from draftgen.observed import JobState, PodState, World
 from draftgen.reconcile import decide
 from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
 
@@ -123,3 +123,14 @@ def test_pods_refused_by_pod_security_fail_the_run_quoting_the_admission():
     d = run(jobs=gen_jobs(active=0), pods=(), refused_pods=refused)
     failed = {c.type: c for c in d.status.conditions}["Failed"]
     assert d.status.phase == "Failed" and failed.reason == "PodsRefused" and "PodSecurity" in failed.message
+
+
+def test_a_merge_job_held_in_a_queue_says_which_queue_since_when_and_kueues_words():
+    merge = JobState("x-merge", "merge", suspended=True, suspended_since="2026-12-01T10:00:00Z", queue="cpu-batch")
+    previous = DatasetGenerationStatus(stage="Merging", phase="Merging")
+    d = run(previous=previous, jobs={"x-merge": merge}, reports={0: report(0, 60, "BudgetMet"), 1: report(1, 50, "BudgetMet")},
+            queue_waits={"x-merge": "insufficient unused quota for cpu in flavor default, 2 more needed"})
+    ready = {c.type: c for c in d.status.conditions}["Ready"]
+    assert d.status.phase == "Merging" and ready.reason == "Queued"
+    assert ready.message == ("its Job x-merge is queued in Kueue LocalQueue cpu-batch since 2026-12-01T10:00:00Z: "
+                             "insufficient unused quota for cpu in flavor default, 2 more needed")

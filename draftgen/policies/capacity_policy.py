@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from draftgen_contracts import names
 
-from ..observed import PodState
+from ..observed import JobState, PodState
 
 PERMANENT_REFUSALS = ("violates PodSecurity",)
 
@@ -51,8 +51,16 @@ class Capacity:
         return "; ".join(f"replica {w.replica}: {w.reason}: {w.message}" for w in self.waits)
 
 
+def queued_message(job: JobState, kueue_says: str = "") -> str:
+    """What a suspended Job waits for: its queue, since when, and Kueue's own words when known."""
+    if not job.queue:
+        return f"its Job {job.name} is suspended since {job.suspended_since} until a queue admits it"
+    why = f": {kueue_says}" if kueue_says else ""
+    return f"its Job {job.name} is queued in Kueue LocalQueue {job.queue} since {job.suspended_since}{why}"
+
+
 def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_pods: dict[str, str],
-                suspended_jobs: frozenset[str] = frozenset()) -> Capacity:
+                jobs: dict[str, JobState] | None = None, queue_waits: dict[str, str] | None = None) -> Capacity:
     live = [p for p in pods if not p.deleting]
     waits = []
     for r in range(replicas):
@@ -62,8 +70,9 @@ def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_po
         job = names.generation_job_name(name, r)
         refused = refused_pods.get(job)
         stuck = next((p for p in mine if p.problem_reason), None)
-        if job in suspended_jobs and not mine:
-            waits.append(ReplicaWait(r, "Queued", f"its Job {job} is suspended until a queue (Kueue) admits it"))
+        state = (jobs or {}).get(job)
+        if state is not None and state.suspended and not state.deleting and not mine:
+            waits.append(ReplicaWait(r, "Queued", queued_message(state, (queue_waits or {}).get(job, ""))))
         elif stuck is not None:
             waits.append(ReplicaWait(r, stuck.problem_reason, stuck.problem_message))
         elif refused and not mine:

@@ -1,5 +1,7 @@
-from draftgen.observed import PodState, pod_state_from
-from draftgen.policies.capacity_policy import capacity_of
+from dataclasses import replace
+
+from draftgen.observed import PodState, job_state_from, pod_state_from
+from draftgen.policies.capacity_policy import capacity_of, queued_message
 
 QUOTA = 'pods "x-gen-r001-abc" is forbidden: exceeded quota: gpus, requested: nvidia.com/gpu=8, used: 8, limited: 8'
 PSA = 'pods "x-gen-r000-abc" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'
@@ -51,5 +53,15 @@ def test_pod_state_reads_the_scheduler_and_the_kubelet():
 
 
 def test_a_job_waiting_in_a_queue_says_so_not_that_its_pod_is_coming():
-    [wait] = capacity_of("x", 1, (), {}, suspended_jobs=frozenset({"x-gen-r000"})).waits
-    assert wait.reason == "Queued" and "x-gen-r000" in wait.message and not wait.permanent
+    job = job_state_from({"metadata": {"name": "x-gen-r000", "creationTimestamp": "2026-12-01T10:00:00Z",
+                                       "labels": {"kueue.x-k8s.io/queue-name": "gpu-batch"}},
+                          "spec": {"suspend": True},
+                          "status": {"conditions": [{"type": "Suspended", "status": "True",
+                                                     "lastTransitionTime": "2026-12-01T10:00:01Z"}]}})
+    kueue = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"
+    [wait] = capacity_of("x", 1, (), {}, {job.name: job}, {job.name: kueue}).waits
+    assert wait.reason == "Queued" and not wait.permanent
+    assert wait.message == ("its Job x-gen-r000 is queued in Kueue LocalQueue gpu-batch since 2026-12-01T10:00:01Z: "
+                            + kueue)
+    unqueued = replace(job, queue="")
+    assert queued_message(unqueued) == "its Job x-gen-r000 is suspended since 2026-12-01T10:00:01Z until a queue admits it"

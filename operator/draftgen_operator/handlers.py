@@ -121,6 +121,28 @@ def refused_pods(namespace: str, job: JobState) -> str:
     return max(said)[1] if said else ""
 
 
+KUEUE_WORKLOADS = ("kueue.x-k8s.io", "v1beta2", "workloads")
+
+
+def kueue_says(namespace: str, job: JobState) -> str:
+    """Why Kueue holds a queued Job, in its words: its Workload's Evicted message (a preemption) or
+    its QuotaReserved=False message ("insufficient unused quota ..."). Read only for a suspended Job
+    of a queue; "" when Kueue is not installed or the operator may not read Workloads."""
+    try:
+        found = client.CustomObjectsApi().list_namespaced_custom_object(
+            *KUEUE_WORKLOADS[:2], namespace, KUEUE_WORKLOADS[2], label_selector=f"kueue.x-k8s.io/job-uid={job.uid}")
+    except client.ApiException as e:
+        log.debug("Workloads of Job %s/%s not read: %s", namespace, job.name, e.reason)
+        return ""
+    for workload in found.get("items") or []:
+        conditions = {c["type"]: c for c in (workload.get("status") or {}).get("conditions") or []}
+        for type_, status in (("Evicted", "True"), ("QuotaReserved", "False")):
+            c = conditions.get(type_)
+            if c is not None and c.get("status") == status and c.get("message"):
+                return c["message"]
+    return ""
+
+
 def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
     key = (namespace, name)
     configmaps = list(indexes["configmaps_index"].get(key, []))
@@ -138,8 +160,10 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
                and (said := refused_pods(namespace, job))}
     lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
     owner = next(iter(indexes["output_locks_index"].get((namespace, lock), [])), None)
+    queue_waits = {job.name: said for job in jobs.values() if job.queue and job.suspended and not job.deleting
+                   and (said := kueue_says(namespace, job))}
     return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing,
-                 output_owner=owner, pods=pods, refused_pods=refused)
+                 output_owner=owner, pods=pods, refused_pods=refused, queue_waits=queue_waits)
 
 
 # --- reconcile ------------------------------------------------------------------------------------

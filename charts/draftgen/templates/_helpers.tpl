@@ -68,6 +68,11 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [list, watch]
+# A queued Job's Workload says why Kueue has not admitted it (quota, preemption); read only while
+# the Job is suspended. Harmless where Kueue is not installed.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [list]
 # kopf posts core v1 events on the DatasetGeneration; a generation Job's FailedCreate events are
 # read while it has no pod (pods refused by a quota or Pod Security), and the generation pods are
 # watched (scheduling, image pulls, crash loops): the DatasetGeneration says why a replica does not run.

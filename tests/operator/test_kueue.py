@@ -1,0 +1,145 @@
+"""draftgen behind a real Kueue (v0.19.2, devtools/draftgen_dev/cluster/kueue.py) on the local control
+plane: a ClusterQueue with one replica's worth of GPUs (8), a LocalQueue in the test's namespace.
+Every Job of a run carries the queue label; Kueue's webhook suspends it and Kueue admits it."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+from kubernetes import client
+
+from draftgen_contracts import names
+from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
+from draftgen_dev.cluster.kueue import LocalKueue
+from tests.conftest import wait_for
+from tests.scenarios import check_records_match_status
+
+QUEUE = "gpu-batch"
+WORKLOADS = ("kueue.x-k8s.io", "v1beta2")
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster):
+    with LocalKueue(cluster) as k:
+        k.create_cluster_queue(gpus=8)
+        k.create_priority_class("urgent", 1000)
+        yield k
+
+
+@pytest.fixture
+def queued(kueue, run):
+    """`run` with one 8-GPU replica per object, queued in a LocalQueue of the test's namespace."""
+    def make(**kwargs):
+        r = run(queueName=QUEUE, **kwargs)
+        r.body["spec"]["server"]["replicas"] = 1
+        kueue.create_local_queue(r.namespace, QUEUE)
+        return r
+    return make
+
+
+def ready(status: dict) -> dict:
+    return {c["type"]: c for c in status.get("conditions") or []}.get("Ready") or {}
+
+
+def workloads(r) -> dict[str, dict]:
+    """The namespace's Kueue Workloads by the name of the Job they stand for."""
+    items = r.custom.list_namespaced_custom_object(*WORKLOADS, r.namespace, "workloads")["items"]
+    return {w["metadata"]["ownerReferences"][0]["name"]: w for w in items}
+
+
+def never_updated_by_its_creator(job: client.V1Job) -> bool:
+    """The operator creates Jobs and never updates them: spec.suspend is Kueue's alone (kueue#1726).
+    A create is recorded in managedFields as an Update by its manager, first; Kueue's admission
+    (suspend false) is a later Update by Kueue's manager."""
+    fields = job.metadata.managed_fields or []
+    creator = fields[0].manager if fields else None
+    return bool(fields) and not [f for f in fields[1:] if f.manager == creator and f.operation == "Update"
+                                 and not f.subresource]
+
+
+def test_a_second_run_waits_in_kueue_until_the_first_frees_its_gpus(queued):
+    first = queued(name="first")
+    first.apply()
+    second_body = copy.deepcopy(first.body)
+    second_body["metadata"]["name"] = "second"
+    first.wait_phase("Generating", timeout_s=120)
+    first.custom.create_namespaced_custom_object(names.GROUP, names.VERSION, first.namespace, names.PLURAL, second_body)
+    read_second = lambda: first.custom.get_namespaced_custom_object(  # noqa: E731
+        names.GROUP, names.VERSION, first.namespace, names.PLURAL, "second").get("status") or {}
+
+    def second_queued():
+        said = ready(read_second())
+        return said.get("reason") == "Queued" and "insufficient unused quota for nvidia.com/gpu" in said["message"]
+    wait_for(second_queued, 60, "the second run queued in Kueue", first.cluster, interval_s=0.5)
+    message = ready(read_second())["message"]
+    assert f"its Job second-gen-r000 is queued in Kueue LocalQueue {QUEUE} since 20" in message, message
+    assert read_second()["phase"] == "Pending"
+
+    # The first meets its budgets: its generation Job goes, the quota frees, the second is admitted.
+    wait_for(lambda: first.status().get("stage") != "Generating", 240, "the first run's budgets", first.cluster)
+    budget_met = time.monotonic()
+
+    def second_running():
+        pods = first.core.list_namespaced_pod(first.namespace, label_selector=f"{names.LABEL_NAME}=second").items
+        return any(p.status.phase == "Running" for p in pods)
+    wait_for(second_running, 120, "the second run's pod running", first.cluster, interval_s=0.2)
+    print(f"\nfirst run's budgets met -> second run's pod running: {time.monotonic() - budget_met:.1f} s")
+
+    first.wait_phase("Succeeded", timeout_s=240)
+    wait_for(lambda: read_second().get("phase") == "Succeeded", 300, "the second run to succeed", first.cluster)
+    check_records_match_status(first.status(), first.records())
+    # Merge Jobs are queued too: Kueue made a Workload for each and admitted it (the generation Jobs'
+    # Workloads went with their Jobs).
+    merges = {job: w for job, w in workloads(first).items() if job in ("first-merge", "second-merge")}
+    assert len(merges) == 2
+    for w in merges.values():
+        assert {c["type"]: c["status"] for c in w["status"]["conditions"]}["Admitted"] == "True"
+
+
+def test_a_preempted_run_resumes_when_readmitted_and_loses_nothing(queued, k8s):
+    r = queued(budgets=(12000, 4000, 4000))
+    r.apply()
+    wait_for(lambda: r.status().get("tokens", 0) > 1500, 180, "some tokens", r.cluster)
+    # A higher-priority workload wants the same 8 GPUs, and holds them for a while.
+    urgent = {"metadata": {"name": "urgent", "labels": {names.KUEUE_QUEUE_LABEL: QUEUE,
+                                                        "kueue.x-k8s.io/priority-class": "urgent"}},
+              "spec": {"template": {"metadata": {"labels": {LOCAL_KUBELET_LABEL: "true"}}, "spec": {
+                  "restartPolicy": "Never", "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                  "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                  "containers": [{"name": "c", "image": "local", "command": ["sleep", "15"],
+                                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}
+    r.batch.create_namespaced_job(r.namespace, urgent)
+
+    def preempted():
+        capacity = {c["type"]: c for c in r.status().get("conditions") or []}.get("Capacity") or {}
+        return capacity.get("reason") == "Queued" and "Preempted" in capacity.get("message", "")
+    wait_for(preempted, 90, "the run preempted and queued again", r.cluster, interval_s=0.5)
+    tokens_at_preemption = r.status()["tokens"]
+    assert r.status()["phase"] in ("Generating", "Pending")
+
+    status = r.wait_phase("Succeeded", "Failed", timeout_s=300)
+    assert status["phase"] == "Succeeded", status["conditions"]
+    assert status["tokens"] >= tokens_at_preemption
+    check_records_match_status(status, r.records())  # nothing lost, nothing twice
+    assert not {"Failed", "RetryingReplica", "ReplicaFailed"} & set(r.events())
+    job = r.batch.read_namespaced_job("urgent", r.namespace)
+    assert job.status.succeeded == 1
+
+
+def test_user_suspend_still_works_with_kueue_and_the_operator_never_writes_a_jobs_suspend(queued):
+    r = queued(budgets=(8000, 2000, 2000))
+    r.apply()
+    wait_for(lambda: r.status().get("tokens", 0) > 1000, 180, "some tokens", r.cluster)
+    job = r.jobs()["qs-gen-r000"]
+    assert job.metadata.labels[names.KUEUE_QUEUE_LABEL] == QUEUE and never_updated_by_its_creator(job)
+    r.patch_spec(lambda spec: spec.update(suspend=True))
+    r.wait_phase("Suspended")
+    wait_for(lambda: not r.jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
+    kept = len(r.records())
+    r.patch_spec(lambda spec: spec.update(suspend=False))
+    status = r.wait_phase("Succeeded", "Failed", timeout_s=240)
+    assert status["phase"] == "Succeeded", status["conditions"]
+    assert len(r.records()) >= kept
+    check_records_match_status(status, r.records())
