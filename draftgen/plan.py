@@ -192,9 +192,10 @@ def server_args(spec: api.DatasetGenerationSpec, host: str = POD_IP, port: int |
             "--context-length", str(spec.model.context_length), *(s.args if extra is None else extra)]
 
 
-def generate_command(config_path: str, replica: int, server_url: str) -> list[str]:
+def generate_command(config_path: str, replica: int, server_url: str, metrics_address: str | None = None) -> list[str]:
     """`jobrunner generate` for one replica (the generation pod's command; the local executor's too)."""
-    return ["jobrunner", "generate", "--config", config_path, "--replica", str(replica), "--server-url", server_url]
+    return ["jobrunner", "generate", "--config", config_path, "--replica", str(replica), "--server-url", server_url,
+            *(["--metrics-address", metrics_address] if metrics_address else [])]
 
 
 def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
@@ -219,8 +220,9 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     runner = {
         "name": "generate", "image": spec.runner_image or settings.runner_image,
         "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
-                                    f"http://{POD_IP}:{s.port}"),
+                                    f"http://{POD_IP}:{s.port}", f"{POD_IP}:{names.GENERATE_METRICS_PORT}"),
         "env": [*POD_IP_ENV, *OFFLINE_ENV],
+        "ports": [{"name": "metrics", "containerPort": names.GENERATE_METRICS_PORT}],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},

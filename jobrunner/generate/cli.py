@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replica", type=int, default=None, help="override the config's replica index")
     parser.add_argument("--server-url", default=None,
                         help="override the config's server_url (a pod passes http://$(POD_IP):PORT)")
+    parser.add_argument("--metrics-address", default=None, metavar="HOST:PORT",
+                        help="serve Prometheus metrics there (a pod passes $(POD_IP):9400); off by default")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -42,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
         report_error(config, message)
         return exit_codes.BAD_CONFIG
     try:
-        return asyncio.run(run_generate(config))
+        return asyncio.run(run_generate(config, metrics_address=args.metrics_address))
     except SGLangError as e:
         logging.getLogger("jobrunner.generate").error("%s", e)
         return exit_codes.FAILED

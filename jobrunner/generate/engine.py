@@ -56,6 +56,7 @@ class Engine:
         self.classes = {c.name: c for c in config.prompt_class_table()}
         self.class_in_flight = {name: 0 for name in self.classes}
         self.runs: list[DatasetRun] = []
+        self.last_progress: ProgressDocument | None = None  # the last report published (read by the metrics)
         self._changed = asyncio.Event()
         self._shutdown = False
         self._failed: str | None = None
@@ -396,9 +397,11 @@ class Engine:
         now = time.monotonic()
         for run in self.runs:
             run.writer.sync()  # fsync before publishing: published totals are durable
-        self.coordinator.publish(ProgressDocument(
+        document = ProgressDocument(
             replica=self.config.replica, replicas=self.config.replicas, updated_at=time.time(), finished=finished,
-            datasets={run.name: run.progress(now) for run in self.runs}))
+            datasets={run.name: run.progress(now) for run in self.runs})
+        self.coordinator.publish(document)
+        self.last_progress = document
 
     async def _publish_loop(self) -> None:
         while True:

@@ -10,6 +10,7 @@ import signal
 from draftgen_contracts import names
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator, FileCoordinator
+from jobrunner.generate import metrics
 from jobrunner.generate.engine import Engine
 from jobrunner.prompts import load_tokenizer
 from jobrunner.sglang.client import SGLangClient
@@ -25,8 +26,10 @@ def make_coordinator(config: GenerateConfig) -> Coordinator:
     return FileCoordinator(config.coordination_directory(), config.replica)
 
 
-async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None) -> int:
-    """Run one generate process to completion; returns its exit status."""
+async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None,
+                       metrics_address: str | None = None) -> int:
+    """Run one generate process to completion; returns its exit status. With `metrics_address`
+    (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics)."""
     tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
     # Room for every class's requests plus the aborts, so an abort never waits for a connection.
@@ -34,6 +37,8 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
                             max_connections=connections) as client:
         engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
+        if metrics_address:
+            metrics.serve(metrics_address, config.run_id, lambda: engine.last_progress)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, engine.request_shutdown)

@@ -180,8 +180,8 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
         return
     try:
         now, generation = utc_now_iso(), meta.get("generation", 1)
-        decision = decide(name, namespace, generation, parsed, previous, observe(namespace, name, parsed, indexes),
-                          SETTINGS, now)
+        world = observe(namespace, name, parsed, indexes)
+        decision = decide(name, namespace, generation, parsed, previous, world, SETTINGS, now)
         refused = apply_decision(body, namespace, decision)
     except Exception:
         metrics.RECONCILE_ERRORS.labels(namespace, name).inc()
@@ -192,7 +192,8 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
     new = status.model_dump(by_alias=True, mode="json")
     if new != previous.model_dump(by_alias=True, mode="json"):
         patch.status.update(new)
-    metrics.observe(namespace, name, status, indexes["jobs_index"].get((namespace, name), []))
+    metrics.observe(namespace, name, status, indexes["jobs_index"].get((namespace, name), []),
+                    metrics.gpus_held(world.pods, parsed.server.gpus_per_replica))
 
 
 RESOURCE = (names.GROUP, names.VERSION, names.PLURAL)

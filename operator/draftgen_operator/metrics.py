@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from prometheus_client import Counter, Gauge, start_http_server
 
@@ -13,7 +14,16 @@ TOKENS = Gauge("draftgen_dataset_tokens", "Kept completion tokens per dataset", 
 BUDGET = Gauge("draftgen_dataset_budget_tokens", "Token budget per dataset", ["namespace", "name", "dataset"])
 PHASE = Gauge("draftgen_phase", "1 for the DatasetGeneration's current phase", ["namespace", "name", "phase"])
 JOBS_ACTIVE = Gauge("draftgen_jobs_active", "Active pods of the DatasetGeneration's Jobs", ["namespace", "name"])
-RECONCILE_ERRORS = Counter("draftgen_reconcile_errors_total", "Reconciles that raised", ["namespace", "name"])
+SAMPLES = Gauge("draftgen_dataset_samples", "Kept samples per dataset", ["namespace", "name", "dataset"])
+READY = Gauge("draftgen_ready_replicas", "Generation replicas whose server is ready", ["namespace", "name"])
+GPUS = Gauge("draftgen_generation_gpus", "GPUs held by scheduled generation pods", ["namespace", "name"])
+GPU_SECONDS = Counter("draftgen_generation_gpu_seconds", "GPU-seconds held by generation pods (since the operator "
+                      "started)", ["namespace", "name"])
+RECONCILE_ERRORS = Counter("draftgen_reconcile_errors_total", "Reconciles that raised or had a write refused",
+                           ["namespace", "name"])
+ALL = (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, SAMPLES, READY, GPUS, GPU_SECONDS, RECONCILE_ERRORS)
+
+_last_observed: dict[tuple[str, str], tuple[float, int]] = {}  # (namespace, name) -> (monotonic time, GPUs then)
 
 
 def serve() -> None:
@@ -22,17 +32,31 @@ def serve() -> None:
         start_http_server(port, addr=os.environ.get("DRAFTGEN_METRICS_ADDR", "0.0.0.0"))
 
 
-def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs) -> None:
+def gpus_held(pods, gpus_per_replica: int) -> int:
+    """GPUs the run holds: every scheduled generation pod has its node's GPUs, loading or not."""
+    return sum(1 for p in pods or () if p.scheduled and not p.deleting) * gpus_per_replica
+
+
+def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs, gpus: int) -> None:
     for d in status.datasets:
         TOKENS.labels(namespace, name, d.name).set(d.tokens)
         BUDGET.labels(namespace, name, d.name).set(d.budget_tokens)
+        SAMPLES.labels(namespace, name, d.name).set(d.samples)
     for phase in Phase:
         PHASE.labels(namespace, name, phase).set(1 if status.phase == phase else 0)
     JOBS_ACTIVE.labels(namespace, name).set(sum(j.active for j in jobs))
+    READY.labels(namespace, name).set(status.ready_replicas or 0)
+    GPUS.labels(namespace, name).set(gpus)
+    # The GPUs seen at the last fold were held until this one.
+    now, key = time.monotonic(), (namespace, name)
+    before = _last_observed.get(key)
+    GPU_SECONDS.labels(namespace, name).inc(before[1] * (now - before[0]) if before else 0.0)
+    _last_observed[key] = (now, gpus)
 
 
 def forget(namespace: str, name: str) -> None:
-    for gauge in (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, RECONCILE_ERRORS):
-        for labels in list(gauge._metrics):  # prometheus_client keeps children by label tuple
+    _last_observed.pop((namespace, name), None)
+    for metric in ALL:
+        for labels in list(metric._metrics):  # prometheus_client keeps children by label tuple
             if labels[:2] == (namespace, name):
-                gauge.remove(*labels)
+                metric.remove(*labels)

@@ -11,7 +11,7 @@ from kubernetes import client
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import free_port
 from tests.argocd.health import argocd_health
-from tests.conftest import wait_for
+from tests.conftest import REPO, wait_for
 from tests.scenarios import check_records_match_status
 
 
@@ -23,6 +23,23 @@ def http_ok(url: str) -> str | None:
         return None
 
 
+def documented_metrics(section: str) -> list[tuple[str, str]]:
+    """(name, type) of each metric in docs/metrics.md's table under the heading that starts with `section`."""
+    text = (REPO / "docs" / "metrics.md").read_text()
+    table = text.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in table.splitlines() if line.startswith("| `draftgen_")]
+    return [(row[1].strip().strip("`"), row[2].strip()) for row in rows]
+
+
+def assert_documented_metrics_exist(section: str, scrape: str) -> None:
+    documented = documented_metrics(section)
+    assert len(documented) >= 8
+    # A counter's TYPE line names it with or without `_total`, depending on how it is made.
+    missing = [(n, t) for n, t in documented
+               if f"# TYPE {n} {t}" not in scrape and f"# TYPE {n.removesuffix('_total')} {t}" not in scrape]
+    assert not missing, f"documented in docs/metrics.md but not served: {missing}"
+
+
 def test_quickstart_end_to_end_on_gpu_nodes(run):
     metrics_port, liveness_port = free_port(), free_port()
     r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port)
@@ -31,6 +48,11 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert argocd_health(r.get())[0] == "Progressing"
     assert wait_for(lambda: http_ok(f"http://127.0.0.1:{liveness_port}/healthz"), 30, "the liveness endpoint")
     pods = r.pods()
+    # Every documented metric of `jobrunner generate`, scraped from a generation pod while it runs.
+    scrape = wait_for(lambda: http_ok(f"http://{pods[0].status.pod_ip}:{names.GENERATE_METRICS_PORT}/metrics"),
+                      60, "a generation pod's metrics")
+    assert_documented_metrics_exist("`jobrunner generate`", scrape)
+    assert 'draftgen_generate_completion_tokens_total{dataset="chat",name="qs",replica=' in scrape
     assert len(pods) == 2 and len({p.spec.node_name for p in pods}) == 2  # one replica per GPU node
     pod = pods[0].spec
     assert pod.node_name.startswith("gpu-node-") and pod.service_account_name == "qs-runner"
@@ -58,6 +80,7 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]
     assert argocd_health(r.get()) == ("Healthy", "Succeeded: " + conditions["Ready"]["message"])
     metrics = http_ok(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert_documented_metrics_exist("The operator", metrics)
     chat = next(d for d in status["datasets"] if d["name"] == "chat")
     assert f'draftgen_dataset_tokens{{dataset="chat",name="qs",namespace="{r.namespace}"}} {float(chat["tokens"])}' in metrics
     assert f'draftgen_phase{{name="qs",namespace="{r.namespace}",phase="Succeeded"}} 1.0' in metrics
