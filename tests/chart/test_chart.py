@@ -73,7 +73,7 @@ def test_deployment_runs_one_operator_with_its_settings():
     spec = deployment["spec"]
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
     [container] = spec["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     assert container["command"] == ["draftgen", "operator"]
     assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz", "--namespace=team-a", "--namespace=team-b"]
     assert (env["DRAFTGEN_RUNNER_IMAGE"], env["DRAFTGEN_FOLD_INTERVAL"], env["DRAFTGEN_EXTRA_POD_LABELS"]) == (
@@ -85,7 +85,7 @@ def test_deployment_runs_one_operator_with_its_settings():
 def test_runner_image_defaults_to_the_operators_image():
     [deployment] = by_kind(render(**{"image.tag": "1.2.3"}), "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     assert container["image"] == env["DRAFTGEN_RUNNER_IMAGE"] == "draftgen/jobrunner:1.2.3"
 
 
@@ -127,7 +127,8 @@ def test_operator_holds_what_it_grants_and_nothing_broad(values):
 def test_service_monitor_scrapes_the_metrics_service():
     objects = render(**{"metrics.serviceMonitor.enabled": "true", "metrics.port": "9191"})
     [service], [monitor] = by_kind(objects, "Service"), by_kind(objects, "ServiceMonitor")
-    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9191, "targetPort": "metrics"}]
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9191, "targetPort": "metrics"},
+                                        {"name": "healthz", "port": 8080, "targetPort": "healthz"}]
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert not by_kind(render(), "ServiceMonitor")

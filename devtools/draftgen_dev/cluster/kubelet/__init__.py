@@ -14,6 +14,8 @@ the scheduler has bound it to a node, is run here instead, as a kubelet would ru
   in-cluster clients work unchanged;
 - every pod gets its own loopback address as its pod IP (127.0.x.y), so two pods' servers can both
   listen on the same port, as in separate network namespaces, when they bind `$(POD_IP)`;
+- each container's /etc/hosts names every Service by a Ready pod's IP, kept current (no cluster DNS
+  or kube-proxy here), so `http://svc.ns.svc:PORT` works where the Service's port is its target port;
 - the pod's status follows the processes: Running, then Succeeded or Failed with each container's
   exit code (so a Job's podFailurePolicy sees real exit codes);
 - a pod marked for deletion gets SIGTERM, SIGKILL after its grace period, then is removed;
@@ -29,6 +31,7 @@ Liveness probes are not run (a dead local process already fails the pod).
     pod_volumes  the pod's volumes as local folders, its ServiceAccount token, the bind-mounted argv
     probes       startup and readiness probes
     image_pull   which images pull, and how a failed pull reads
+    service_hosts  the Services' names in each container's /etc/hosts
     pod_runner   one pod: its containers in order, its status, its termination
     kubelet      the watch on pods and the command line
 """

@@ -17,6 +17,7 @@ from kubernetes import client, config, watch
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
 
 from .pod_runner import PodRunner
+from .service_hosts import ServiceHosts
 
 log = logging.getLogger("local-kubelet")
 
@@ -37,6 +38,7 @@ class LocalKubelet:
         self.runners: dict[str, PodRunner] = {}
         self.next_ip = 0
         self.lock = threading.Lock()
+        self.hosts = ServiceHosts(self.api)
 
     def shutdown(self) -> None:
         """Stop every pod's processes: they run in their own sessions and would outlive us."""
@@ -72,10 +74,12 @@ class LocalKubelet:
                 log.warning("delete %s: %s", pod.metadata.name, e)
         with self.lock:
             self.runners.pop(pod.metadata.uid, None)
+        self.hosts.forget(self.state_dir / pod.metadata.uid)
         shutil.rmtree(self.state_dir / pod.metadata.uid / "volumes", ignore_errors=True)
 
     def run(self) -> None:
         selector = f"{LOCAL_KUBELET_LABEL}=true"
+        threading.Thread(target=self.hosts.refresh_forever, daemon=True, name="service-hosts").start()
         while True:
             try:
                 pods = self.core.list_pod_for_all_namespaces(label_selector=selector)

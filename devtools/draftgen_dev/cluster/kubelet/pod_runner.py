@@ -95,7 +95,8 @@ class PodRunner(threading.Thread):
     # --- running ----------------------------------------------------------------------------------
     def _start(self, container, volumes, sa_dir) -> subprocess.Popen:
         env = container_env(self.core, self.pod, container, self.pod_ip, self.kubelet.apiserver_port)
-        argv = container_argv(container, env, volumes, sa_dir)
+        hosts = self.kubelet.hosts.file_for(self.pod.metadata.namespace, self.dir / f"{container.name}.hosts")
+        argv = container_argv(container, env, volumes, sa_dir, hosts)
         logfile = open(self.dir / f"{container.name}.log", "ab")
         proc = subprocess.Popen(argv, env=env, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=container.working_dir or str(self.dir), start_new_session=True)

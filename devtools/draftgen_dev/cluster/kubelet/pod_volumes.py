@@ -74,8 +74,10 @@ def service_account_dir(core: client.CoreV1Api, pod: client.V1Pod, pod_dir: Path
     return path
 
 
-def container_argv(container, env: dict[str, str], volumes: dict[str, Path], sa_dir: Path | None) -> list[str]:
-    """The container's command in a private mount namespace with its volumes bind-mounted."""
+def container_argv(container, env: dict[str, str], volumes: dict[str, Path], sa_dir: Path | None,
+                   hosts: Path | None = None) -> list[str]:
+    """The container's command in a private mount namespace with its volumes bind-mounted (and
+    `hosts` over /etc/hosts: the Services' names, service_hosts)."""
     if not container.command:
         raise ValueError(f"container {container.name} has no command (the local kubelet has no image entrypoints)")
     binds = []
@@ -87,6 +89,8 @@ def container_argv(container, env: dict[str, str], volumes: dict[str, Path], sa_
         binds += ["--bind", f"{src}:{mount.mount_path}" + (":ro" if mount.read_only else "")]
     if sa_dir is not None:
         binds += ["--bind", f"{sa_dir}:{SA_MOUNT}:ro"]
+    if hosts is not None:
+        binds += ["--bind", f"{hosts}:/etc/hosts:ro"]
     cmd = [expand_vars(a, env) for a in [*container.command, *(container.args or [])]]
     return ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
             "draftgen_dev.cluster.pod_exec", *binds, "--", *cmd]
