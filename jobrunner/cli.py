@@ -12,6 +12,7 @@ import importlib
 import sys
 
 COMMANDS = {
+    "preflight": ("jobrunner.preflight.cli", "check a run on the CPU before any GPU: model, tokenizer, datasets"),
     "generate": ("jobrunner.generate.cli", "generate responses through SGLang /generate within token budgets"),
     "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
     "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),

@@ -1,0 +1,93 @@
+"""One pass over a dataset with the tokenizer, as generation will read it: rows, rows skipped by
+reason, usable rows, prompt tokens, the prompt-length distribution per class, rows whose prompt leaves
+too little room in the context, and whether the budget is reachable with the usable rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from draftgen_contracts.length_stats import LengthStats, length_stats
+from jobrunner.datasets import Conversation, SkippedRow, read_rows
+from jobrunner.prompts import Prompt, PromptPreparer
+
+from .problem import PreflightProblem
+
+# The stated prior for a response's length before any response exists: half the max new tokens the
+# row may use. Replaced by the dataset's measured lengths once generation runs (docs/preflight.md).
+PRIOR_RESPONSE_FRACTION = 0.5
+
+
+def shape_of(row: Conversation) -> str:
+    """The chat-template paths a conversation takes: tools offered, tool calls and tool results in it."""
+    calls = any(m.get("tool_calls") for m in row.messages)
+    results = any(m.get("role") == "tool" for m in row.messages)
+    parts = [p for p, present in (("tools", bool(row.tools)), ("tool calls", calls), ("tool results", results))
+             if present]
+    return " + ".join(parts) or "plain chat"
+
+
+@dataclass
+class DatasetFindings:
+    name: str
+    path: str
+    rows: int = 0
+    usable_rows: int = 0
+    prompt_tokens: int = 0
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    clamped_rows: int = 0  # usable, but the context leaves less than the class's max new tokens
+    classes: dict[str, LengthStats] = field(default_factory=dict)  # prompt lengths per prompt class
+    shapes: dict[str, int] = field(default_factory=dict)  # template shape -> rows
+    budget_tokens: int = 0
+    expected_response_tokens: int = 0  # usable rows x the prior (PRIOR_RESPONSE_FRACTION of max new tokens)
+
+    @property
+    def budget_reachable(self) -> bool:
+        return self.expected_response_tokens >= self.budget_tokens
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "budget_reachable": self.budget_reachable}
+
+
+def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: int, vocab_size: int, *,
+                 fmt: str = "auto", pretokenized: bool = False,
+                 wanted_max_new: dict[str, int] | None = None) -> DatasetFindings:
+    """Scan every row; a PreflightProblem when the template fails on a whole shape of row (its first
+    row of that shape), a prompt holds a token the model does not have, or no row is usable."""
+    found = DatasetFindings(name=name, path=path, budget_tokens=budget_tokens)
+    skipped: Counter = Counter()
+    lengths: dict[str, Counter] = {}
+    expected = 0.0
+    first_of_shape: dict[str, int] = {}
+    for row in read_rows(path, fmt, pretokenized=pretokenized):
+        found.rows += 1
+        shape = shape_of(row) if isinstance(row, Conversation) else None
+        if shape is not None and shape not in first_of_shape:
+            first_of_shape[shape] = row.row
+        prepared = preparer.prepare(row)
+        if isinstance(prepared, SkippedRow):
+            if prepared.reason == "template_error" and first_of_shape.get(shape) == row.row:
+                raise PreflightProblem(f"{path}: row {row.row}: messages",
+                                       f"the chat template fails on a conversation with {shape}: {prepared.detail}")
+            skipped[prepared.reason] += 1
+            continue
+        assert isinstance(prepared, Prompt)
+        if max(prepared.input_ids) >= vocab_size:
+            field_ = "input_ids" if pretokenized else "messages (as the chat template renders them)"
+            raise PreflightProblem(f"{path}: row {row.row}: {field_}",
+                                   f"token id {max(prepared.input_ids)} is outside the model's vocabulary of {vocab_size}")
+        found.usable_rows += 1
+        found.prompt_tokens += len(prepared.input_ids)
+        if shape is not None:
+            found.shapes[shape] = found.shapes.get(shape, 0) + 1
+        lengths.setdefault(prepared.prompt_class, Counter())[len(prepared.input_ids)] += 1
+        if wanted_max_new and prepared.max_new_tokens < wanted_max_new.get(prepared.prompt_class, 0):
+            found.clamped_rows += 1
+        expected += PRIOR_RESPONSE_FRACTION * prepared.max_new_tokens
+    found.skipped_by_reason = dict(sorted(skipped.items()))
+    found.expected_response_tokens = int(expected)
+    found.classes = {cls: length_stats(counts) for cls, counts in sorted(lengths.items())}
+    if not found.usable_rows:
+        reasons = ", ".join(f"{r} {n}" for r, n in found.skipped_by_reason.items()) or "the file has no rows"
+        raise PreflightProblem(path, f"no usable row in {found.rows} ({reasons})")
+    return found

@@ -1,0 +1,81 @@
+"""`jobrunner preflight`: everything about a run that can be checked on a CPU, before any GPU is taken
+(docs/preflight.md). It reads the model's config.json, loads the tokenizer, and scans every dataset once
+with it, as generation will read it; the findings go to a JSON file on the volume (and, in a pod, to
+the operator). Anything that makes the run impossible is one PreflightProblem naming the file, the row
+and the field, and the exit status says BAD_CONFIG."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from jobrunner.atomic import write_bytes_atomically
+from jobrunner.config import GenerateConfig
+from jobrunner.prompts import PromptPreparer
+
+from .dataset_scan import DatasetFindings, scan_dataset
+from .model_facts import ModelFacts, model_facts
+from .problem import PreflightProblem
+from .tokenizer_check import TokenizerFacts, check_tokenizer
+
+
+@dataclass
+class Findings:
+    model: ModelFacts | None = None
+    tokenizer: TokenizerFacts | None = None
+    context_length: int | None = None
+    datasets: list[DatasetFindings] = field(default_factory=list)
+    problem: PreflightProblem | None = None
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return sum(d.rows for d in self.datasets)
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model.to_dict() if self.model else None,
+            "tokenizer": self.tokenizer.to_dict() if self.tokenizer else None,
+            "context_length": self.context_length,
+            "datasets": [d.to_dict() for d in self.datasets],
+            "problem": {"where": self.problem.where, "message": self.problem.message} if self.problem else None,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows / self.seconds, 1) if self.seconds else 0.0,
+        }
+
+
+def run_preflight(config: GenerateConfig, model_dir: str) -> Findings:
+    """The findings; `problem` set (and the scan stopped) at the first thing that makes the run impossible."""
+    started = time.monotonic()
+    findings = Findings()
+    try:
+        _check(config, model_dir, findings)
+    except PreflightProblem as problem:
+        findings.problem = problem
+    findings.seconds = time.monotonic() - started
+    return findings
+
+
+def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
+    findings.model = model = model_facts(model_dir)
+    findings.context_length = context = config.context.length or model.context_length
+    if not context:
+        raise PreflightProblem(f"{model_dir}/config.json", "no max_position_embeddings, and the spec sets no "
+                                                           "context length")
+    tokenizer = None
+    if config.tokenizer_path:
+        needs_template = any(not d.pretokenized for d in config.datasets)
+        tokenizer, findings.tokenizer = check_tokenizer(config.tokenizer_path, model.vocab_size, needs_template)
+    classes = config.prompt_class_table()
+    wanted = {c.name: c.max_new_tokens for c in classes}
+    for d in config.datasets:
+        preparer = PromptPreparer(tokenizer, config.template_kwargs_for(d), classes, context, config.context.policy,
+                                  config.context.min_room_tokens, d.prompt_class, d.max_new_tokens)
+        findings.datasets.append(scan_dataset(
+            d.name, d.path, preparer, d.budget_tokens, model.vocab_size, fmt=d.format, pretokenized=d.pretokenized,
+            wanted_max_new={c: d.max_new_tokens or w for c, w in wanted.items()}))
+
+
+def write_findings(findings: Findings, path: str) -> None:
+    write_bytes_atomically(path, (json.dumps(findings.to_dict(), indent=2) + "\n").encode())
