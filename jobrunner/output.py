@@ -106,9 +106,13 @@ class OutputTotals:
     # length distribution survives restarts without rereading the records).
     rows: list[int] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
+    prompt_lengths: list[int] = field(default_factory=list)  # beside `lengths` (empty in older summaries)
     skipped_rows: list[int] = field(default_factory=list)
     first_finished_at: float | None = None
     last_finished_at: float | None = None
+    # When the first recorded request was sent (its finish less its end-to-end time): a rate over
+    # [first_started_at, last_finished_at] makes sense even when a few responses finish together.
+    first_started_at: float | None = None
     records_bytes: int = 0
     skipped_bytes: int = 0
 
@@ -124,11 +128,15 @@ class OutputTotals:
         self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
         self.rows.append(int(record["row"]))
         self.lengths.append(int(record["completion_tokens"]))
-        finished_at = (record.get("timings") or {}).get("finished_at")
+        self.prompt_lengths.append(int(record["prompt_tokens"]))
+        timings = record.get("timings") or {}
+        finished_at = timings.get("finished_at")
         if finished_at is not None:
             if self.first_finished_at is None:
                 self.first_finished_at = finished_at
             self.last_finished_at = finished_at
+            started = finished_at - float(timings.get("e2e_s") or 0.0)
+            self.first_started_at = started if self.first_started_at is None else min(self.first_started_at, started)
         self.records_bytes = end_offset
 
     def add_skip(self, entry: dict, end_offset: int) -> None:

@@ -1,13 +1,17 @@
-"""`jobrunner report --output-root D [--png-dir P]`: per-dataset statistics as a table and PNG histograms.
+"""`jobrunner report --output-root D [--png-dir P] [--config F]`: per-dataset statistics as a table;
+with --png-dir also one histogram per dataset, one overview figure of every dataset (response and
+prompt lengths on shared log axes, truncation, budget progress) and a Markdown summary (report.md).
 
 Computed from the durable part summaries (jobrunner.stats), so it works during a run, after a
-restart, and after the run, without rereading the records.
+restart, and after the run, without rereading the records. --config (the run's generate config)
+gives the budgets.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 
@@ -76,19 +80,122 @@ def render_histograms(output_root: str | os.PathLike, stats: list[DatasetStats],
     return written
 
 
+def log_bins(values: list[int], per_decade: int = 12) -> list[float]:
+    """Bin edges from the smallest value to past the largest, evenly spaced in log10."""
+    low = math.log10(max(1, min(values, default=1)))
+    top = math.log10(max(2, max(values, default=2)) + 1)
+    count = max(2, math.ceil((top - low) * per_decade))
+    return [10 ** (low + (top - low) * i / count) for i in range(count + 1)]
+
+
+def render_overview(output_root: str | os.PathLike, stats: list[DatasetStats], png_dir: str | os.PathLike) -> Path:
+    """One figure of every dataset: response lengths and prompt lengths on shared log axes (each
+    dataset's share of its responses per bin, so a small dataset reads beside a large one), the
+    share cut at max new tokens, and the budget progress."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ((responses, truncated), (prompts, progress)) = plt.subplots(2, 2, figsize=(13, 8),
+                                                                       gridspec_kw={"width_ratios": [2, 1]})
+    response_lengths = {s.dataset: all_lengths(output_root, s.dataset) for s in stats}
+    prompt_lengths = {s.dataset: all_lengths(output_root, s.dataset, prompts=True) for s in stats}
+    for ax, lengths, what in ((responses, response_lengths, "response"), (prompts, prompt_lengths, "prompt")):
+        bins = log_bins([v for values in lengths.values() for v in values])
+        for name, values in lengths.items():
+            if values:
+                ax.hist(values, bins=bins, histtype="step", linewidth=1.4, label=name,
+                        weights=[1 / len(values)] * len(values))
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{what} length (tokens, log scale)")
+        ax.set_ylabel("share of the dataset's responses")
+        ax.legend(fontsize=8)
+    responses.set_title("response lengths")
+    prompts.set_title("prompt lengths")
+    names = [s.dataset for s in stats]
+    truncated.barh(names, [100 * s.truncated_share for s in stats], color="#c44e52")
+    truncated.set_xlabel("% of responses cut at max new tokens")
+    truncated.set_title("truncated")
+    truncated.invert_yaxis()
+    budgeted = [s for s in stats if s.budget_tokens]
+    if budgeted:
+        progress.barh([s.dataset for s in budgeted], [s.percent_of_budget or 0.0 for s in budgeted], color="#55a868")
+        progress.axvline(100, color="black", linewidth=1)
+        progress.set_xlabel("% of the token budget")
+    else:
+        progress.barh(names, [s.completion_tokens for s in stats], color="#55a868")
+        progress.set_xlabel("completion tokens (no budgets given: --config)")
+    progress.set_title("budget progress")
+    progress.invert_yaxis()
+    fig.tight_layout()
+    path = Path(png_dir) / "overview.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def state_of(s: DatasetStats) -> str:
+    if not s.budget_tokens:
+        return "-"
+    return "budget met" if s.completion_tokens >= s.budget_tokens else "below budget"
+
+
+def render_markdown(stats: list[DatasetStats], figures: list[str]) -> str:
+    """The one-page summary beside the figures."""
+    head = ("| dataset | samples | tokens | budget | of budget | state | mean | median | p90 | p99 | >1K | >5K "
+            "| truncated | skipped | tok/s |")
+    lines = ["# Generation report", "", head, "|" + "---|" * (head.count("|") - 1)]
+    for s in stats:
+        L = s.lengths
+        skipped = f"{s.skipped:,}" + (f" ({', '.join(f'{k} {v}' for k, v in sorted(s.skipped_by_reason.items()))})"
+                                      if s.skipped_by_reason else "")
+        budget = f"{s.budget_tokens:,}" if s.budget_tokens else "-"
+        share = f"{s.percent_of_budget:.1f}%" if s.percent_of_budget is not None else "-"
+        lines.append(f"| {s.dataset} | {s.samples:,} | {s.completion_tokens:,} | {budget} | {share} | {state_of(s)} "
+                     f"| {L.mean:,.0f} | {L.median:,} | {L.p90:,} | {L.p99:,} | {100 * L.share_over_1k:.1f}% "
+                     f"| {100 * L.share_over_5k:.1f}% | {100 * s.truncated_share:.1f}% | {skipped} "
+                     f"| {s.tokens_per_second:,.0f} |")
+    lines += ["", "Lengths are completion tokens per response; tok/s is the dataset's tokens over the span from "
+              "its first request sent to its last response.", ""]
+    lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures]
+    return "\n".join(lines) + "\n"
+
+
+def budgets_from(config_path: str | None, pairs: list[str] | None) -> dict[str, int]:
+    """The budgets of the run's generate config, then NAME=TOKENS pairs over them."""
+    budgets = {}
+    if config_path:
+        from jobrunner.config import load_config
+
+        budgets = {d.name: d.budget_tokens for d in load_config(config_path).datasets}
+    for pair in pairs or ():
+        name, _, tokens = pair.partition("=")
+        budgets[name] = int(tokens)
+    return budgets
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-root", required=True, help="the generate output root")
-    parser.add_argument("--png-dir", default=None, help="write one length histogram per dataset here")
+    parser.add_argument("--png-dir", default=None,
+                        help="write the figures (one per dataset, overview.png) and report.md here")
+    parser.add_argument("--config", default=None, help="the run's generate config, for the budgets")
+    parser.add_argument("--budget", action="append", metavar="DATASET=TOKENS", help="a dataset's budget (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON instead of a table")
 
 
 def main(args: argparse.Namespace) -> int:
-    stats = all_dataset_stats(args.output_root)
+    stats = all_dataset_stats(args.output_root, budgets_from(getattr(args, "config", None), getattr(args, "budget", None)))
     if not stats:
         print(f"no generate output under {args.output_root}")
         return 1
     print(json.dumps([s.to_json() for s in stats], indent=2) if args.json else render_table(stats))
     if args.png_dir:
-        for path in render_histograms(args.output_root, stats, args.png_dir):
+        figures = [render_overview(args.output_root, stats, args.png_dir),
+                   *render_histograms(args.output_root, stats, args.png_dir)]
+        summary = Path(args.png_dir) / "report.md"
+        summary.write_text(render_markdown(stats, [str(f) for f in figures]))
+        for path in (*figures, summary):
             print(f"wrote {path}")
     return 0

@@ -56,6 +56,7 @@ class DatasetStats:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     tokens_per_second: float = 0.0
     lengths: LengthStats = field(default_factory=LengthStats)
+    prompt_lengths: LengthStats = field(default_factory=LengthStats)
     budget_tokens: int | None = None
     percent_of_budget: float | None = None
     eta_s: float | None = None
@@ -66,10 +67,11 @@ class DatasetStats:
 
 def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: int | None = None) -> DatasetStats:
     """Final statistics of one dataset over every replica's durable summary. Tokens/s is the tokens
-    over the span between the first and the last completion recorded (restarts included, so
-    downtime lowers it)."""
+    over the span from the first request sent to the last completion recorded (restarts included,
+    so downtime lowers it); from the first completion for summaries older than the send time."""
     st = DatasetStats(dataset, budget_tokens=budget_tokens)
     lengths: list[int] = []
+    prompt_lengths: list[int] = []
     first, last = math.inf, -math.inf
     for replica in summary_replicas(output_root, dataset):
         s = read_summary(output_root, dataset, replica)
@@ -83,10 +85,12 @@ def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: i
         for reason, n in s.skipped_by_reason.items():
             st.skipped_by_reason[reason] = st.skipped_by_reason.get(reason, 0) + n
         lengths.extend(s.lengths)
+        prompt_lengths.extend(s.prompt_lengths)
         if s.first_finished_at is not None:
-            first = min(first, s.first_finished_at)
+            first = min(first, s.first_started_at if s.first_started_at is not None else s.first_finished_at)
             last = max(last, s.last_finished_at)
     st.lengths = length_stats(length_counts(lengths))
+    st.prompt_lengths = length_stats(length_counts(prompt_lengths))
     st.truncated_share = st.truncated / st.samples if st.samples else 0.0
     if last > first:
         st.tokens_per_second = st.completion_tokens / (last - first)
@@ -101,11 +105,12 @@ def all_dataset_stats(output_root: str | os.PathLike, budgets: dict[str, int] | 
     return [dataset_stats(output_root, name, budgets.get(name)) for name in datasets_in(output_root)]
 
 
-def all_lengths(output_root: str | os.PathLike, dataset: str) -> list[int]:
-    """Every completed response's length for one dataset, over all replicas (for histograms)."""
+def all_lengths(output_root: str | os.PathLike, dataset: str, prompts: bool = False) -> list[int]:
+    """Every completed response's length (or its prompt's, `prompts`) for one dataset, over all
+    replicas (for histograms)."""
     lengths: list[int] = []
     for replica in summary_replicas(output_root, dataset):
         s = read_summary(output_root, dataset, replica)
         if s is not None:
-            lengths.extend(s.lengths)
+            lengths.extend(s.prompt_lengths if prompts else s.lengths)
     return lengths

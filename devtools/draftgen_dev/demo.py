@@ -131,9 +131,11 @@ class Demo:
             shards = sorted((data / "hidden-states").glob("*.safetensors"))
             print(f"  {len(shards)} safetensors shard(s), {sum(s.stat().st_size for s in shards):,d} bytes, index {index}")
         say("length statistics (jobrunner report)")
+        budgets = [f"--budget={d['name']}={d['budgetTokens']}" for d in status.get("datasets") or []]
         subprocess.run([sys.executable, "-m", "jobrunner.cli", "report", "--output-root", str(data),
-                        "--png-dir", str(self.workdir / "report")], check=False)
-        print(f"  histograms in {self.workdir / 'report'}")
+                        "--png-dir", str(self.workdir / "report"), *budgets], check=False)
+        print(f"  overview.png (every dataset's lengths, truncation, budgets), one histogram per dataset and "
+              f"report.md in {self.workdir / 'report'}")
 
 
 def main() -> int:

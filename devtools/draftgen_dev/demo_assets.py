@@ -74,7 +74,7 @@ def write_datasets(directory: Path, rows_per_dataset: int = 400, seed: int = 0) 
         path = directory / f"{name}.jsonl"
         lines = [json.dumps(r) for r in rows]
         for k, line in enumerate(bad):
-            lines.insert(3 + 37 * k, line)  # one among the first rows: every budget reaches it
+            lines.insert(k, line)  # the first rows: every replica of every run reads one
         path.write_text("\n".join(lines) + "\n")
         paths[name] = path
     conversations = [[{"from": "human", "value": f"Write {rng.choice(TOPICS)} as a short poem, version {i}."}]

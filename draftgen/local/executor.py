@@ -249,7 +249,8 @@ class LocalExecutor:
 
     def report(self) -> int:
         argv = [*JOBRUNNER, "report", "--output-root", str(self.output_root),
-                "--png-dir", str(self.output_root / "report")]
+                "--png-dir", str(self.output_root / "report"),
+                *(f"--budget={d.name}={d.budget_tokens}" for d in self.spec.datasets)]
         code = subprocess.call(argv, stdin=subprocess.DEVNULL)
         if code != exit_codes.OK:
             print(f"draftgen run: report failed: exit {code} (its output is above)", file=self.err)

@@ -102,7 +102,7 @@ def test_a_template_that_fails_on_tool_calls_names_the_file_the_row_and_the_fiel
                 "{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
     tokenizer = tokenizer_copy(model, tmp_path, template)
     problem = problem_of(tmp_path, tokenizer, quickstart(prompts), model_dir=model)
-    assert problem.where == f"{prompts['tools']}: row 0: messages"
+    assert problem.where == f"{prompts['tools']}: row 3: messages"  # rows 0-2 are the malformed ones
     assert "tools + tool calls + tool results" in problem.message and "tool calls are not supported" in problem.message
 
 

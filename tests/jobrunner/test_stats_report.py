@@ -1,6 +1,7 @@
 """Statistics from summaries (they survive restarts) and the report command."""
 
 import argparse
+import json
 
 from jobrunner import report
 from jobrunner.output import PartWriter
@@ -15,13 +16,13 @@ def test_rate_meter_window():
     assert m.rate(20.0) == 0.0  # both events left the window
 
 
-def write_part(root, dataset, replica, rows, n, reason="stop"):
+def write_part(root, dataset, replica, rows, n, reason="stop", e2e_s=1.0, spacing_s=1.0):
     w = PartWriter(root, dataset, replica)
     for row in rows:
-        w.append_record({"sample_id": f"{dataset}/{row:09d}", "dataset": dataset, "row": row, "input_ids": [1],
-                         "output_ids": [0] * n, "finish_reason": reason, "prompt_tokens": 1,
+        w.append_record({"sample_id": f"{dataset}/{row:09d}", "dataset": dataset, "row": row, "input_ids": [1] * 3,
+                         "output_ids": [0] * n, "finish_reason": reason, "prompt_tokens": 3,
                          "completion_tokens": n, "prompt_class": "short", "sampling_params": {}, "rid": "r",
-                         "timings": {"queued_s": 0, "e2e_s": 1, "finished_at": 100.0 + row}})
+                         "timings": {"queued_s": 0, "e2e_s": e2e_s, "finished_at": 100.0 + spacing_s * row}})
     w.append_skip(10_000 + replica, "bad_json")
     w.close()
 
@@ -31,18 +32,42 @@ def test_dataset_stats_fold_replicas(tmp_path):
     write_part(tmp_path, "d", 1, [1, 3], 10, reason="length")
     s = dataset_stats(tmp_path, "d", budget_tokens=6020)
     assert (s.samples, s.completion_tokens, s.truncated, s.skipped) == (4, 3020, 2, 2)
+    assert s.prompt_tokens == 12 and s.prompt_lengths.median == 3
     assert s.truncated_share == 0.5 and s.skipped_by_reason == {"bad_json": 2}
-    assert s.tokens_per_second == 3020 / 3 and s.eta_s == 3000 / (3020 / 3)
+    # From the first request sent (finished at 100 after 1 s) to the last response (103).
+    assert s.tokens_per_second == 3020 / 4 and s.eta_s == 3000 / (3020 / 4)
     assert s.lengths.share_over_1k == 0.5
 
 
-def test_report_table_and_pngs(tmp_path, capsys):
+def test_a_small_dataset_whose_responses_finish_together_has_a_rate_that_makes_sense(tmp_path):
+    """Three 10 s requests finishing within 20 ms: 150 tokens in about 10 s, not in 20 ms."""
+    write_part(tmp_path, "small", 0, [0, 1, 2], 50, e2e_s=10.0, spacing_s=0.01)
+    assert round(dataset_stats(tmp_path, "small").tokens_per_second, 1) == round(150 / 10.02, 1)
+
+
+def test_report_table_figures_and_summary(tmp_path, capsys):
     write_part(tmp_path, "d", 0, range(20), 700)
+    write_part(tmp_path, "e", 0, range(5), 40, reason="length")
+    config = tmp_path / "generate.json"
+    config.write_text(json.dumps({"server_url": "http://127.0.0.1:1", "output_root": str(tmp_path),
+                                  "datasets": [{"name": "d", "path": "x", "budget_tokens": 10000, "pretokenized": True},
+                                               {"name": "e", "path": "y", "budget_tokens": 1000, "pretokenized": True}]}))
     png_dir = tmp_path / "png"
-    assert report.main(argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False)) == 0
+    args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config))
+    assert report.main(args) == 0
     out = capsys.readouterr().out
     assert "d" in out and "14,000" in out
-    assert (png_dir / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for figure in ("d.png", "e.png", "overview.png"):
+        assert (png_dir / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (png_dir / "report.md").read_text()
+    assert "| d | 20 | 14,000 | 10,000 | 140.0% | budget met | 700 | 700 |" in summary
+    assert "| e | 5 | 200 | 1,000 | 20.0% | below budget |" in summary and "| 100.0% |" in summary
+    assert "![overview](overview.png)" in summary
+
+
+def test_log_bins_cover_every_length():
+    bins = report.log_bins([3, 16384])
+    assert round(bins[0], 6) == 3 and bins[-1] > 16384 and all(a < b for a, b in zip(bins, bins[1:]))
 
 
 def test_histogram_markers_that_coincide_share_one_label():

@@ -57,7 +57,8 @@ def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, 
     corpus_ids = {r["sample_id"] for r in iter_corpus(root / "corpus")}
     index = json.loads((root / "hidden-states" / "index.json").read_text())
     assert index["complete"] and set(index["samples"]) == corpus_ids
-    assert {p.name for p in (root / "report").iterdir()} == {f"{d}.png" for d in DATASETS}
+    assert {p.name for p in (root / "report").iterdir()} == {f"{d}.png" for d in DATASETS} | {"overview.png", "report.md"}
+    assert "| budget met |" in (root / "report" / "report.md").read_text()  # the budgets were passed on
 
     before = files_and_times(root, leave_out="report")
     assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 0

@@ -67,7 +67,8 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert status["phase"] == "Succeeded", status["conditions"]
     assert all(d["state"] == "BudgetMet" and d["tokens"] >= d["budgetTokens"] for d in status["datasets"])
     # Bad rows are skipped and counted (the first of each file is among the first rows read).
-    assert all(1 <= d["skipped"] <= 3 for d in status["datasets"] if d["name"] in ("chat", "tools")), status["datasets"]
+    assert all(1 <= d["skipped"] <= 3 for d in status["datasets"] if d["name"] in ("chat", "tools")), [
+        (d["name"], d["skipped"]) for d in status["datasets"]]
     check_records_match_status(status, r.records())
     assert {"BudgetsMet", "MergeSucceeded", "Succeeded"} <= set(r.events())
     assert not [n for n in r.jobs() if "-gen-" in n], "generation Jobs must be gone"
