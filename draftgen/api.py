@@ -294,6 +294,35 @@ class Capacity(Model):
     assumptions: str = ""
 
 
+class PreflightModel(Model):
+    architecture: str = ""
+    hidden_size: int = 0
+    num_layers: int = 0
+    vocab_size: int = 0
+    context_length: int | None = None
+
+
+class PreflightDataset(Model):
+    name: str
+    rows: int = 0
+    usable_rows: int = 0
+    prompt_tokens: int = 0
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
+    expected_response_tokens: int = Field(0, description=(
+        "Usable rows x the stated prior (half of each row's max new tokens): what the rows may give."))
+    budget_reachable: bool = True
+
+
+class Preflight(Model):
+    """What the preflight found on the CPU before any GPU was asked for (docs/preflight.md)."""
+
+    model: PreflightModel | None = None
+    datasets: list[PreflightDataset] = Field(default_factory=list,
+                                             json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
+    problem: str = ""
+    rows_per_second: float = 0.0
+
+
 class StageJobs(Model):
     generation: list[str] = Field(default_factory=list)
     merge: str | None = None
@@ -323,3 +352,4 @@ class DatasetGenerationStatus(Model):
     start_time: str | None = None
     completion_time: str | None = None
     capacity: Capacity | None = None
+    preflight: Preflight | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, LABEL_COMPONENT, LABEL_REPLICA
+from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
 
 
@@ -88,6 +89,7 @@ class World:
     # Job name -> why Kueue has not admitted it, in Kueue's words (its Workload's QuotaReserved message),
     # for the suspended Jobs of a queue; empty where not observed.
     queue_waits: dict[str, str] = field(default_factory=dict)
+    preflight: PreflightReport | None = None  # the preflight's findings, once it has published them
 
 
 def job_state_from(job: dict) -> JobState:

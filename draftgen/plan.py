@@ -87,7 +87,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
 def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
     """Least privilege for the pods: read their own DatasetGeneration, read and write their own reports."""
     sa = names.service_account_name(name)
-    reports = [names.report_name(name, r) for r in range(spec.server.replicas)]
+    reports = [names.report_name(name, r) for r in range(spec.server.replicas)] + [names.preflight_report_name(name)]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "labels": labels(name, "rbac")}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -105,11 +105,16 @@ def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
 
 
 def report_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
-    """One empty report per replica, created by the operator (RBAC cannot limit `create` by name)."""
-    return [{"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": names.report_name(name, r),
-                          "labels": labels(name, "report", **{names.LABEL_REPORT: "true", names.LABEL_REPLICA: str(r)})},
-             "data": {}} for r in range(spec.server.replicas)]
+    """One empty report per replica and one for the preflight's findings, created by the operator
+    (RBAC cannot limit `create` by name)."""
+    preflight = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": names.preflight_report_name(name),
+                              "labels": labels(name, "preflight", **{names.LABEL_PREFLIGHT: "true"})},
+                 "data": {}}
+    return [*({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": names.report_name(name, r),
+                            "labels": labels(name, "report", **{names.LABEL_REPORT: "true", names.LABEL_REPLICA: str(r)})},
+               "data": {}} for r in range(spec.server.replicas)), preflight]
 
 
 def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec) -> dict:
@@ -263,6 +268,28 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[
             "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
             "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
             *placement, *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])]
+
+
+def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:
+    """`jobrunner preflight` for this run (the preflight Job's command; the local runner's too)."""
+    return ["jobrunner", "preflight", "--config", config_path, "--model", model_path,
+            *(["--output", output] if output else [])]
+
+
+def preflight_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings, config: dict) -> dict:
+    """The CPU Job that checks the model, the tokenizer and the datasets before any GPU is asked for."""
+    container = {
+        "name": "preflight", "image": spec.runner_image or settings.runner_image,
+        "command": preflight_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}",
+                                     spec.model.checkpoint_path()),
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}, "env": OFFLINE_ENV,
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
+                         {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
+    }
+    pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
+                "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False)}
+    return _job(name, names.preflight_job_name(name), "preflight", spec, settings, pod_spec)
 
 
 def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:

@@ -89,7 +89,8 @@ def test_config_name_changes_with_its_content():
 
 def test_role_allows_only_own_reports_and_own_object():
     role = next(o for o in plan.rbac_objects("k25", SPEC) if o["kind"] == "Role")
-    assert {tuple(r["resourceNames"]) for r in role["rules"]} == {("k25",), ("k25-report-r000", "k25-report-r001")}
+    assert {tuple(r["resourceNames"]) for r in role["rules"]} == {("k25",), ("k25-report-r000", "k25-report-r001",
+                                                                           "k25-preflight")}
     assert all("create" not in r["verbs"] and "list" not in r["verbs"] for r in role["rules"])
 
 
@@ -99,3 +100,16 @@ def test_every_child_name_fits_for_the_longest_allowed_name():
              names.extract_job_name(name), names.service_account_name(name), names.config_map_name(name, "0123456789")]
     assert all(len(n) <= 63 for n in children)
     assert len(names.generation_job_name(name, 63)) + 6 <= 63  # the Job's pods add "-xxxxx"
+
+
+def test_the_preflight_job_checks_on_the_cpu_with_the_config_the_model_and_the_data():
+    config = plan.config_object("k25", "ml", SPEC)
+    job = plan.preflight_job("k25", SPEC, SETTINGS, config)
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"] == ["jobrunner", "preflight", "--config", f"{names.CONFIG_MOUNT}/generate.yaml",
+                                    "--model", "/models/kimi-k2.5"]
+    assert "nvidia.com/gpu" not in str(container["resources"]) and "nodeSelector" not in pod
+    assert {m["name"] for m in container["volumeMounts"]} == {"data", "config", "model"}
+    assert job["metadata"]["labels"][names.LABEL_COMPONENT] == "preflight"
+    assert job["spec"]["backoffLimit"] == exit_codes.BACKOFF_LIMITS["preflight"]

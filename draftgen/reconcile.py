@@ -15,12 +15,15 @@ from .capacity import estimate
 from .conditions import condition, set_condition
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
-from .policies.capacity_policy import Capacity, capacity_of, queued_message
+from .policies.capacity_policy import Capacity, ReplicaWait, capacity_of, queued_message
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
 from .policies.stage_policy import next_stage
+from .preflight_status import budgets_out_of_reach, preflight_status
 
 STAGE_EVENTS = {
+    ("Preflight", "Generating"): ("PreflightPassed", "model, tokenizer and datasets checked on the CPU; "
+                                                     "creating the generation Jobs"),
     ("Generating", "Merging"): ("BudgetsMet", "every dataset met its budget or ran out of prompts; "
                                               "generation Jobs deleted to free the GPUs"),
     ("Merging", "Extracting"): ("MergeSucceeded", "corpus merged; extracting hidden states"),
@@ -52,12 +55,14 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
 
     datasets = fold_reports(spec, world.reports, previous.datasets, now,
                             generation_jobs_finished(jobs, spec.server.replicas, digest))
-    stage_before = previous.stage or "Generating"
+    stage_before = previous.stage or "Preflight"
     merge, extract = world.jobs.get(names.merge_job_name(name)), world.jobs.get(names.extract_job_name(name))
+    preflight = world.jobs.get(names.preflight_job_name(name))
     stage = next_stage(stage_before, generation_done=is_generation_done(datasets),
                        merge_succeeded=bool(merge and merge.succeeded and not merge.deleting),
                        extract_succeeded=bool(extract and extract.succeeded and not extract.deleting),
-                       extraction_enabled=spec.extraction.enabled)
+                       extraction_enabled=spec.extraction.enabled,
+                       preflight_succeeded=bool(preflight and preflight.succeeded and preflight.config_hash == digest))
     if stage != stage_before:
         reason, message = STAGE_EVENTS.get((stage_before, stage), ("Reopened", "a dataset is below its budget again; "
                                                                               "generation resumes from its output"))
@@ -66,8 +71,13 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     still_failed = previous.phase == "Failed" and previous.observed_generation == generation
     capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods, world.jobs, world.queue_waits)
                 if world.pods is not None and stage == "Generating" and not spec.suspend else None)
-    failure = None if spec.suspend else failure_of(jobs) or pods_refused_for_good(capacity)
+    # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
+    current = [j for j in jobs if not (j.component == "preflight" and j.config_hash != digest)]
+    failure = None if spec.suspend else (failure_of(current) or pods_refused_for_good(capacity)
+                                         or preflight_refused_for_good(name, stage, world))
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
+    if world.preflight is not None and world.preflight.problem is not None:
+        errors.insert(0, f"preflight: {world.preflight.problem.says()}")
     if failure and errors:  # what the pod said, beside what Kubernetes says
         failure = (failure[0], f"{failure[1]}; {'; '.join(errors)}")
     if failure and not still_failed:
@@ -89,6 +99,10 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
                               capacity)
     if capacity is not None and not failed:
         decision.events += capacity_events(previous, decision.status)
+    reach, before = condition(decision.status.conditions, "BudgetsReachable"), condition(previous.conditions,
+                                                                                          "BudgetsReachable")
+    if reach is not None and reach.status == "False" and (before is None or before.status != "False"):
+        decision.events.append(("Warning", reach.reason, reach.message))
     return decision
 
 
@@ -96,6 +110,13 @@ def pods_refused_for_good(capacity: Capacity | None) -> tuple[str, str] | None:
     """A replica whose pods the cluster will never create (Pod Security): the run fails, quoting it."""
     wait = next((w for w in capacity.waits if w.permanent), None) if capacity else None
     return ("PodsRefused", f"replica {wait.replica}: {wait.message}") if wait else None
+
+
+def preflight_refused_for_good(name: str, stage: str, world: World) -> tuple[str, str] | None:
+    """The preflight Job's pods refused by a policy that will refuse them again (Pod Security)."""
+    said = world.refused_pods.get(names.preflight_job_name(name)) if stage == "Preflight" else None
+    wait = ReplicaWait(0, "PodsRefused", said) if said else None
+    return ("PodsRefused", f"preflight: {said}") if wait and wait.permanent else None
 
 
 def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[tuple[str, str, str]]:
@@ -132,7 +153,8 @@ def output_in_use_message(name: str, spec: DatasetGenerationSpec, owner: str) ->
 def _job(name, spec, component, replica, settings, config) -> dict:
     if component == "generate":
         return plan.generation_job(name, spec, replica, settings, config)
-    job = plan.merge_job(name, spec, settings) if component == "merge" else plan.extract_job(name, spec, settings)
+    job = (plan.preflight_job(name, spec, settings, config) if component == "preflight"
+           else plan.merge_job(name, spec, settings) if component == "merge" else plan.extract_job(name, spec, settings))
     job["metadata"]["annotations"] = {CONFIG_HASH_ANNOTATION: plan.config_digest(config)}
     return job
 
@@ -144,7 +166,10 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         tokens=sum(d.tokens for d in datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or now,
         completion_time=(previous.completion_time or now) if stage == "Done" else None,
-        capacity=previous.capacity or estimate(spec),
+        capacity=(estimate(spec, hidden_size=world.preflight.model.hidden_size)
+                  if world.preflight and world.preflight.model and world.preflight.model.hidden_size
+                  else previous.capacity or estimate(spec)),
+        preflight=preflight_status(world.preflight) if world.preflight else previous.preflight,
         jobs=StageJobs(generation=[names.generation_job_name(name, r) for r in range(spec.server.replicas)],
                        merge=names.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
                        extract=names.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
@@ -164,6 +189,11 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
     elif stage == "Done":
         phase, reason, message = "Succeeded", "Succeeded", "corpus ready" + (
             " and hidden states extracted" if spec.extraction.enabled else "")
+    elif stage == "Preflight":
+        phase, reason = "Pending", "Preflight"
+        message = "checking the model, the tokenizer and the datasets on the CPU before any GPU is asked for"
+        if refused := world.refused_pods.get(names.preflight_job_name(name)):
+            reason, message = "PodsRefused", f"the preflight Job's pods are refused: {refused}"
     elif stage == "Generating" and not world.reports:
         phase, reason, message = "Pending", "WaitingForServers", "generation pods are starting their servers"
         if capacity is not None:
@@ -191,6 +221,10 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
                       message if phase == "Failed" else "", now, g)
     c = set_condition(c, "Suspended", phase == "Suspended", "Suspended" if phase == "Suspended" else "NotSuspended",
                       message if phase == "Suspended" else "", now, g)
+    if world.preflight is not None:
+        short = budgets_out_of_reach(world.preflight)
+        c = set_condition(c, "BudgetsReachable", short is None, "BudgetOutOfReach" if short else "RowsSuffice",
+                          short or "every dataset's usable rows may reach its budget", now, g)
     if capacity is not None:
         status.ready_replicas = capacity.ready
         first = capacity.first_block() or (capacity.waits[0] if capacity.waits else None)

@@ -4,6 +4,7 @@ from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
 from draftgen.observed import JobState, PodState, World
 from draftgen.reconcile import decide
+from draftgen_contracts.preflight_report import DatasetReport, ModelReport, PreflightReport, Problem
 from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
@@ -12,9 +13,62 @@ DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC))
 
 
 def run(spec=SPEC, previous=None, **world):
+    """One reconcile of an object past its preflight, unless `previous` says otherwise."""
     world.setdefault("existing", frozenset())
     world.setdefault("output_owner", "x")
-    return decide("x", "ns", 1, spec, previous or DatasetGenerationStatus(), World(**world), SETTINGS, "t")
+    previous = previous or DatasetGenerationStatus(stage="Generating")
+    return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, "t")
+
+
+FOUND = PreflightReport(model=ModelReport(architecture="LlamaForCausalLM", hidden_size=64, num_layers=8,
+                                          vocab_size=512, context_length=2048),
+                        datasets=[DatasetReport(name="a", rows=10, usable_rows=9, prompt_tokens=400,
+                                                skipped_by_reason={"bad_json": 1}, budget_tokens=100,
+                                                expected_response_tokens=1800)])
+
+
+def test_a_new_object_runs_its_preflight_before_asking_for_any_gpu():
+    d = run(previous=DatasetGenerationStatus())
+    assert names(d.create, "Job") == ["x-preflight"]
+    [job] = [o for o in d.create if o["kind"] == "Job"]
+    assert "nvidia.com/gpu" not in str(job["spec"]["template"]["spec"]["containers"][0]["resources"])
+    ready = {c.type: c for c in d.status.conditions}["Ready"]
+    assert d.status.phase == "Pending" and d.status.stage == "Preflight" and ready.reason == "Preflight"
+
+
+def test_a_passed_preflight_starts_generation_and_its_findings_go_to_status():
+    preflight = JobState("x-preflight", "preflight", DIGEST, succeeded=True)
+    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": preflight}, preflight=FOUND)
+    assert d.status.stage == "Generating" and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
+    assert ("Normal", "PreflightPassed") in [(t, r) for t, r, _ in d.events]
+    assert d.status.preflight.model.hidden_size == 64 and d.status.preflight.datasets[0].usable_rows == 9
+    assert "hidden size 64" in d.status.capacity.assumptions  # the model's own, not Kimi-K2's
+    assert {c.type: c.status for c in d.status.conditions}["BudgetsReachable"] == "True"
+
+
+def test_a_failed_preflight_fails_the_run_naming_what_it_found():
+    failed = JobState("x-preflight", "preflight", DIGEST, failed=True, failure_reason="PodFailurePolicy")
+    found = FOUND.model_copy(update={"problem": Problem(where="/models/tiny/config.json", message="not found")})
+    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": failed}, preflight=found)
+    failure = {c.type: c for c in d.status.conditions}["Failed"]
+    assert d.status.phase == "Failed" and failure.reason == "PreflightFailed"
+    assert "preflight: /models/tiny/config.json: not found" in failure.message and not names(d.create, "Job")
+
+
+def test_a_preflight_of_an_older_spec_is_run_again_and_does_not_fail_the_new_one():
+    stale = JobState("x-preflight", "preflight", "old-digest", failed=True, failure_reason="PodFailurePolicy")
+    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": stale})
+    assert d.delete_jobs == ["x-preflight"] and d.status.phase == "Pending"
+
+
+def test_a_budget_out_of_reach_of_its_rows_is_a_warning_not_a_failure():
+    short = FOUND.model_copy(update={"datasets": [FOUND.datasets[0].model_copy(
+        update={"expected_response_tokens": 60, "budget_reachable": False})]})
+    d = run(jobs=gen_jobs(active=1), preflight=short)
+    reach = {c.type: c for c in d.status.conditions}["BudgetsReachable"]
+    assert reach.status == "False" and reach.reason == "BudgetOutOfReach"
+    assert "a: 9 usable rows may give about 60 tokens of its 100: it will be Exhausted at about 60 tokens" == reach.message
+    assert ("Warning", "BudgetOutOfReach") in [(t, r) for t, r, _ in d.events] and d.status.phase != "Failed"
 
 
 def names(objs, kind=None):
@@ -29,7 +83,7 @@ def gen_jobs(**kw):
     return generation_jobs("x", 2, DIGEST, **kw)
 
 
-def test_a_new_object_gets_its_setup_and_one_generation_job_per_replica_and_waits_for_servers():
+def test_past_its_preflight_an_object_gets_its_setup_and_one_generation_job_per_replica_and_waits():
     d = run()
     assert names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"} <= {o["kind"] for o in d.create}
@@ -134,3 +188,17 @@ def test_a_merge_job_held_in_a_queue_says_which_queue_since_when_and_kueues_word
     assert d.status.phase == "Merging" and ready.reason == "Queued"
     assert ready.message == ("its Job x-merge is queued in Kueue LocalQueue cpu-batch since 2026-12-01T10:00:00Z: "
                              "insufficient unused quota for cpu in flavor default, 2 more needed")
+
+
+def test_a_preflight_whose_pods_pod_security_refuses_fails_the_run_quoting_it():
+    psa = 'pods "x-preflight-abc" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'
+    job = JobState("x-preflight", "preflight", DIGEST)
+    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": job},
+            refused_pods={"x-preflight": psa}, pods=())
+    failure = {c.type: c for c in d.status.conditions}["Failed"]
+    assert d.status.phase == "Failed" and failure.reason == "PodsRefused" and "violates PodSecurity" in failure.message
+    quota = 'pods "x-preflight-abc" is forbidden: exceeded quota: cpu'
+    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": job},
+            refused_pods={"x-preflight": quota}, pods=())
+    ready = {c.type: c for c in d.status.conditions}["Ready"]
+    assert d.status.phase == "Pending" and ready.reason == "PodsRefused" and "exceeded quota" in ready.message

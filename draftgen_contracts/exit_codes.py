@@ -18,7 +18,7 @@ FAIL_AT_ONCE = frozenset({BAD_CONFIG})
 
 # Pod failures a Job tolerates before it fails (its backoffLimit): generation survives six crashes or
 # transient-failure exits; merge and extraction resume too, but a fault there is rarely transient.
-BACKOFF_LIMITS = {Component.GENERATE: 6, Component.MERGE: 3, Component.EXTRACT: 3}
+BACKOFF_LIMITS = {Component.PREFLIGHT: 1, Component.GENERATE: 6, Component.MERGE: 3, Component.EXTRACT: 3}
 
 
 def interrupted(signum: int) -> int:

@@ -39,6 +39,8 @@ DATA_MOUNT = "/data"
 CONFIG_MOUNT = "/etc/draftgen"
 GENERATE_CONFIG_KEY = "generate.yaml"
 REPORT_KEY = "progress.json"
+PREFLIGHT_KEY = "preflight.json"  # the preflight's findings: its report ConfigMap's key, and a file on the volume
+LABEL_PREFLIGHT = "draftgen.io/preflight"
 
 # --- child objects ----------------------------------------------------------------------------------
 
@@ -53,6 +55,14 @@ def config_map_name(name: str, digest: str) -> str:
 
 def report_name(name: str, replica: int) -> str:
     return f"{name}-report-r{replica:03d}"
+
+
+def preflight_job_name(name: str) -> str:
+    return f"{name}-preflight"
+
+
+def preflight_report_name(name: str) -> str:
+    return f"{name}-preflight"
 
 
 def generation_job_name(name: str, replica: int) -> str:

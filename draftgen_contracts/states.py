@@ -22,7 +22,8 @@ DATASET_DONE = frozenset({DatasetState.BUDGET_MET, DatasetState.EXHAUSTED})
 
 
 class Stage(StrEnum):
-    """Where the pipeline stands: Generating -> Merging -> Extracting (when enabled) -> Done."""
+    """Where the pipeline stands: Preflight -> Generating -> Merging -> Extracting (when enabled) -> Done."""
+    PREFLIGHT = "Preflight"
     GENERATING = "Generating"
     MERGING = "Merging"
     EXTRACTING = "Extracting"
@@ -46,10 +47,11 @@ PHASES_IN_PROGRESS = frozenset({Phase.PENDING, Phase.GENERATING, Phase.MERGING, 
 
 class Component(StrEnum):
     """The kinds of Job a DatasetGeneration runs, one per stage that does work."""
+    PREFLIGHT = "preflight"
     GENERATE = "generate"
     MERGE = "merge"
     EXTRACT = "extract"
 
 
-STAGE_COMPONENT = {Stage.GENERATING: Component.GENERATE, Stage.MERGING: Component.MERGE,
+STAGE_COMPONENT = {Stage.PREFLIGHT: Component.PREFLIGHT, Stage.GENERATING: Component.GENERATE, Stage.MERGING: Component.MERGE,
                    Stage.EXTRACTING: Component.EXTRACT}

@@ -64,10 +64,11 @@ def _raise_first_budget(spec: dict) -> None:
 
 SCENARIOS = [
     Scenario("runs to the end"),
-    Scenario("missing input", change=_missing_prompts, phase="Failed", reason="GenerationJobFailed",
-             message=("missing.jsonl", "no such file"), events=("GenerationJobFailed",)),
-    Scenario("failing stage", change=_no_such_model, phase="Failed", reason="GenerationJobFailed",
-             message=("PodFailurePolicy", "no-such-model", "no such directory"), events=("GenerationJobFailed",)),
+    # Both are found by the preflight, before any server starts or any GPU is asked for.
+    Scenario("missing input", change=_missing_prompts, phase="Failed", reason="PreflightFailed",
+             message=("missing.jsonl", "no such file"), events=("PreflightFailed",)),
+    Scenario("failing stage", change=_no_such_model, phase="Failed", reason="PreflightFailed",
+             message=("PodFailurePolicy", "no-such-model", "no such directory"), events=("PreflightFailed",)),
     Scenario("resume after the controller died", restart=True, budgets=(4000, 2000, 2000)),
     Scenario("raised budget", then=_raise_first_budget, events=("BudgetsMet", "Reopened", "Succeeded")),
 ]

@@ -22,6 +22,7 @@ from draftgen.observed import World
 from draftgen.policies.failure_policy import STAGE_REASONS
 from draftgen.reconcile import Decision, decide
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_contracts.timestamps import utc_now_iso
 from jobrunner.config import parse_config
@@ -41,7 +42,7 @@ TICK_S = 1.0  # generate publishes its progress this often: the loop's pace when
 POLL_S = 0.05
 PROGRESS_INTERVAL_S = 1.0
 COMPONENT_OF_REASON = {reason: component for component, reason in STAGE_REASONS.items()}
-PIPELINE = (Component.GENERATE, Component.MERGE, Component.EXTRACT)
+PIPELINE = (Component.PREFLIGHT, Component.GENERATE, Component.MERGE, Component.EXTRACT)
 
 
 class Interrupted(RuntimeError):
@@ -155,7 +156,13 @@ class LocalExecutor:
                 del self.jobs[name]
         jobs = {**self.state.completed_jobs, **{n: j.state() for n, j in self.jobs.items()}}
         return World(jobs=jobs, reports=self.coordination.all_progress(), existing=frozenset(self.existing),
-                     output_owner=owner_of(self.output_root))
+                     output_owner=owner_of(self.output_root), preflight=self.preflight_findings())
+
+    def preflight_findings(self) -> PreflightReport | None:
+        try:
+            return parse_preflight((self.output_root / names.PREFLIGHT_KEY).read_text())
+        except OSError:
+            return None
 
     def fail_generation_if_the_server_died(self) -> None:
         try:
@@ -210,9 +217,14 @@ class LocalExecutor:
 
     def command_of(self, component: str) -> list[str]:
         """The Job's command line here: the plan's, with local paths."""
-        if component == Component.GENERATE:
-            config = self.run_dir / "generate.yaml"
+        config = self.run_dir / "generate.yaml"
+        if component in (Component.PREFLIGHT, Component.GENERATE):
             config.write_text(yaml.safe_dump(self.generate_config, sort_keys=False))
+        if component == Component.PREFLIGHT:
+            model = local_path(self.spec.model.checkpoint_path(), self.mounts)
+            return [*JOBRUNNER, *plan.preflight_command(str(config), model,
+                                                        str(self.output_root / names.PREFLIGHT_KEY))[1:]]
+        if component == Component.GENERATE:
             url = self.server.start()
             self.say(f"generate: {url}, output {self.output_root}")
             return [*JOBRUNNER, *plan.generate_command(str(config), 0, url)[1:]]

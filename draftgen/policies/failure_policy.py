@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from draftgen.observed import JobState
 
-STAGE_REASONS = {"generate": "GenerationJobFailed", "merge": "MergeJobFailed", "extract": "ExtractionJobFailed"}
+STAGE_REASONS = {"preflight": "PreflightFailed", "generate": "GenerationJobFailed", "merge": "MergeJobFailed", "extract": "ExtractionJobFailed"}
 
 
 def failure_of(jobs: list[JobState]) -> tuple[str, str] | None:

@@ -1,6 +1,8 @@
 """Job policy: which Jobs must exist now, and which must go?
 
-Generation Jobs go the moment generation is over (deleted with Foreground propagation by the
+The preflight Job runs first and stays once it succeeded (a record of what it found); one of an
+older spec that did not succeed goes, so a fixed spec is checked again. Generation Jobs go the
+moment generation is over (deleted with Foreground propagation by the
 caller, so the GPUs are free in seconds) and when their config is stale (a budget changed while
 they ran: they are replaced, and the new pods resume from the stored output). Every unfinished Job
 goes while suspended. A Job still being deleted counts as present, so its replacement waits for it.
@@ -22,6 +24,8 @@ def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_h
             continue
         if suspended and not job.succeeded:
             doomed.append(job.name)
+        elif job.component == "preflight" and job.config_hash != config_hash and not job.succeeded:
+            doomed.append(job.name)  # a preflight of an older spec (one that failed, say): the new one reruns it
         elif job.component == "generate" and (stage != "Generating" or job.config_hash != config_hash):
             doomed.append(job.name)
         elif job.component in ("merge", "extract") and stage in LATER_STAGES[job.component]:
@@ -34,7 +38,9 @@ def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState])
     every generation pod is gone, so no response is appended after the merge read the output."""
     present = {j.name for j in jobs}
     wanted: list[tuple[str, int, str]] = []
-    if stage == "Generating":
+    if stage == "Preflight":
+        wanted = [("preflight", 0, names.preflight_job_name(name))]
+    elif stage == "Generating":
         wanted = [("generate", r, names.generation_job_name(name, r)) for r in range(replicas)]
     elif stage == "Merging" and not any(j.component == "generate" for j in jobs):
         wanted = [("merge", 0, names.merge_job_name(name))]

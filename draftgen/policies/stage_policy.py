@@ -1,6 +1,8 @@
 """Stage policy: where does the pipeline go from its current stage, given what has finished?
 
-    Generating -> Merging -> Extracting (when enabled) -> Done
+    Preflight -> Generating -> Merging -> Extracting (when enabled) -> Done
+
+A new object starts at Preflight (the CPU check before any GPU); it is left once, for good.
 
 Level-based: generation that is no longer done (a budget was raised) sends any later stage back to
 Generating, and each call moves at most one stage, so a restarted operator simply continues.
@@ -12,7 +14,9 @@ from draftgen_contracts.states import Stage
 
 
 def next_stage(stage: Stage, *, generation_done: bool, merge_succeeded: bool, extract_succeeded: bool,
-               extraction_enabled: bool) -> Stage:
+               extraction_enabled: bool, preflight_succeeded: bool = False) -> Stage:
+    if stage == Stage.PREFLIGHT:
+        return Stage.GENERATING if preflight_succeeded else Stage.PREFLIGHT
     if not generation_done:
         return Stage.GENERATING
     if stage == Stage.GENERATING:

@@ -6,6 +6,8 @@ DONE = dict(generation_done=True, merge_succeeded=True, extract_succeeded=True, 
 
 
 @pytest.mark.parametrize("stage, changed, following", [
+    ("Preflight", {}, "Preflight"),  # waits for its preflight, whatever else is done
+    ("Preflight", {"preflight_succeeded": True, "generation_done": False}, "Generating"),
     ("Generating", {"generation_done": False}, "Generating"),  # moves on only when every dataset is done
     ("Generating", {}, "Merging"),
     ("Merging", {"merge_succeeded": False}, "Merging"),

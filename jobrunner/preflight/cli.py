@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from draftgen_contracts import exit_codes
+from draftgen_contracts import exit_codes, names
 from jobrunner.config import ConfigError, load_config
 
 from .run import run_preflight, write_findings
-
-FINDINGS_FILE = "preflight.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="the run's GenerateConfig (YAML or JSON)")
     parser.add_argument("--model", required=True, help="the model folder (its config.json)")
-    parser.add_argument("--output", default=None, help=f"findings JSON; default <output_root>/{FINDINGS_FILE}")
+    parser.add_argument("--output", default=None, help=f"findings JSON; default <output_root>/{names.PREFLIGHT_KEY}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -27,9 +26,14 @@ def main(args: argparse.Namespace) -> int:
         print(e, file=sys.stderr)
         return exit_codes.BAD_CONFIG
     findings = run_preflight(config, args.model)
-    output = args.output or str(Path(config.output_root) / FINDINGS_FILE)
+    output = args.output or str(Path(config.output_root) / names.PREFLIGHT_KEY)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_findings(findings, output)
+    if config.coordination.kind == "kubernetes":  # a pod: the operator reads them from the ConfigMap
+        from jobrunner.coordination_kube import publish_preflight
+
+        c = config.coordination
+        publish_preflight(c.name, c.namespace, json.dumps(findings.to_dict()))
     for d in findings.datasets:
         reach = "" if d.budget_reachable else (f"; the budget looks out of reach: about {d.expected_response_tokens:,} "
                                                f"tokens from its rows")

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from jobrunner.atomic import write_bytes_atomically
-from jobrunner.config import GenerateConfig
+from jobrunner.config import GenerateConfig, missing_inputs
 from jobrunner.prompts import PromptPreparer
 
 from .dataset_scan import DatasetFindings, scan_dataset
@@ -58,6 +58,9 @@ def run_preflight(config: GenerateConfig, model_dir: str) -> Findings:
 
 
 def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
+    missing = missing_inputs(config)
+    if missing:  # a typo in a path, a volume holding something else
+        raise PreflightProblem("the run's inputs", "; ".join(missing))
     findings.model = model = model_facts(model_dir)
     findings.context_length = context = config.context.length or model.context_length
     if not context:

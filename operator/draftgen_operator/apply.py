@@ -13,17 +13,22 @@ from kubernetes import client
 from draftgen.policies.api_error_policy import ApiError, backoff_s, reason_of
 from draftgen.reconcile import Decision
 from draftgen_contracts import names
+from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.progress import ProgressDocument, parse_progress
 
 log = logging.getLogger("draftgen.operator")
 
 
-def report_from(configmap) -> ProgressDocument | None:
-    """A report ConfigMap's progress document, or None for other ConfigMaps and empty or bad reports."""
+def report_from(configmap) -> ProgressDocument | PreflightReport | None:
+    """A report ConfigMap's progress document, the preflight ConfigMap's findings, or None for other
+    ConfigMaps and empty or bad reports."""
     labels = configmap.get("metadata", {}).get("labels") or {}
+    data = configmap.get("data") or {}
+    if labels.get(names.LABEL_PREFLIGHT) == "true":
+        return parse_preflight(data.get(names.PREFLIGHT_KEY))
     if labels.get(names.LABEL_REPORT) != "true":
         return None
-    return parse_progress((configmap.get("data") or {}).get(names.REPORT_KEY))
+    return parse_progress(data.get(names.REPORT_KEY))
 
 
 def _create(namespace: str, obj: dict) -> None:

@@ -21,6 +21,8 @@ from draftgen.observed import JobState, World, job_state_from, pod_state_from
 from draftgen.reconcile import decide
 from draftgen.refusals import with_refusals
 from draftgen_contracts import names
+from draftgen_contracts.preflight_report import PreflightReport
+from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.timestamps import utc_now_iso
 from draftgen_contracts.validation import error_lines
 
@@ -143,10 +145,21 @@ def kueue_says(namespace: str, job: JobState) -> str:
     return ""
 
 
+def awaits_pods(job: JobState, with_pods: set[str]) -> bool:
+    """A Job whose pods may have been refused: a generation Job without a pod, or a preflight Job
+    with none active that has not finished (its pods are not watched), neither deleted nor queued."""
+    if job.deleting or job.suspended:
+        return False
+    if job.component == "generate":
+        return job.name not in with_pods
+    return job.component == "preflight" and not job.active and not job.succeeded and not job.failed
+
+
 def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
     key = (namespace, name)
     configmaps = list(indexes["configmaps_index"].get(key, []))
-    reports = {r.replica: r for _, r in configmaps if r is not None}
+    reports = {r.replica: r for _, r in configmaps if isinstance(r, ProgressDocument)}
+    preflight = next((r for _, r in configmaps if isinstance(r, PreflightReport)), None)
     existing = {("ConfigMap", n) for n, _ in configmaps}
     for index in ("serviceaccounts_index", "roles_index", "rolebindings_index"):
         existing |= set(indexes[index].get(key, []))
@@ -155,15 +168,14 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
     jobs = {j.name: j for j in indexes["jobs_index"].get(key, [])}
     pods = tuple(indexes["generation_pods_index"].get(key, []))
     with_pods = {names.generation_job_name(name, p.replica) for p in pods}
-    refused = {job.name: said for job in jobs.values()
-               if job.component == "generate" and job.name not in with_pods and not job.deleting and not job.suspended
+    refused = {job.name: said for job in jobs.values() if awaits_pods(job, with_pods)
                and (said := refused_pods(namespace, job))}
     lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
     owner = next(iter(indexes["output_locks_index"].get((namespace, lock), [])), None)
     queue_waits = {job.name: said for job in jobs.values() if job.queue and job.suspended and not job.deleting
                    and (said := kueue_says(namespace, job))}
     return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing,
-                 output_owner=owner, pods=pods, refused_pods=refused, queue_waits=queue_waits)
+                 output_owner=owner, pods=pods, refused_pods=refused, queue_waits=queue_waits, preflight=preflight)
 
 
 # --- reconcile ------------------------------------------------------------------------------------

@@ -248,7 +248,7 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
             assert_no_rbac_refusal(operator)
             jobs = batch.list_namespaced_job(namespace).items
             events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=demo").items
-            return (all(j.metadata.deletion_timestamp for j in jobs)
+            return (all(j.metadata.deletion_timestamp for j in jobs if not j.status.succeeded)
                     and any(e.reason == "Suspended" for e in events))
 
         wait_for(suspended, 30, "the operator to delete demo's Jobs and post a Suspended event", cluster)
@@ -282,7 +282,7 @@ def test_a_permission_taken_away_and_given_back_heals_without_a_restart(cluster,
     def blocked():
         dg = custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo")
         c = {c["type"]: c for c in (dg.get("status") or {}).get("conditions") or []}.get("Blocked") or {}
-        return c.get("status") == "True" and c["reason"] == "Forbidden" and "create Job demo-gen-r000" in c["message"]
+        return c.get("status") == "True" and c["reason"] == "Forbidden" and "create Job demo-preflight" in c["message"]
 
     def healed():
         dg = custom.get_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "demo")

@@ -119,3 +119,8 @@ def test_a_token_outside_the_models_vocabulary_is_named_by_row_and_field(tmp_pat
     problem = problem_of(tmp_path, model, [{"name": "ids", "path": str(ids), "budget_tokens": 100,
                                             "pretokenized": True}])
     assert problem.where == f"{ids}: row 1: input_ids" and "99999" in problem.message
+
+
+def test_a_missing_prompt_file_is_named_before_anything_is_read(tmp_path, model):
+    problem = problem_of(tmp_path, model, [{"name": "gone", "path": str(tmp_path / "gone.jsonl"), "budget_tokens": 9}])
+    assert problem.where == "the run's inputs" and f"{tmp_path / 'gone.jsonl'}: no such file" in problem.message

@@ -124,9 +124,10 @@ def test_a_failing_stage_is_named_with_the_end_of_its_log(tmp_path, model_dir, c
     empty.mkdir()
     assert draftgen_run(spec, "--data-dir", empty, "--model-dir", model_dir) == 2  # exit 2: FailJob at once
     err = capsys.readouterr().err
-    # the Failed condition the operator would write: the Job, Kubernetes' reason, the pod's own words
-    assert "draftgen run: generate failed: Job quickstart-gen-r000 failed (PodFailurePolicy" in err
-    assert str(empty / "prompts" / "chat.jsonl") in err
+    # the Failed condition the operator would write: the Job, Kubernetes' reason, the pod's own words;
+    # the preflight finds it before any server is started
+    assert "draftgen run: preflight failed: Job quickstart-preflight failed (PodFailurePolicy" in err
+    assert f"preflight: the run's inputs: datasets[0] (chat): {empty / 'prompts' / 'chat.jsonl'}: no such file" in err
 
 
 def test_a_simulator_that_dies_fails_generate_at_once(tmp_path, data_dir, model_dir):

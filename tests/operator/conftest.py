@@ -156,6 +156,10 @@ class Run:
         wait_for(reached, timeout_s, f"phase {phases} (now {self.status().get('phase')})", self.cluster, interval_s=0.5)
         return self.status()
 
+    def unfinished_jobs(self) -> dict[str, client.V1Job]:
+        """The Jobs that have not succeeded (a succeeded preflight Job stays, as a record)."""
+        return {n: j for n, j in self.jobs().items() if not j.status.succeeded}
+
     def jobs(self) -> dict[str, client.V1Job]:
         return {j.metadata.name: j for j in self.batch.list_namespaced_job(
             self.namespace, label_selector=f"{names.LABEL_NAME}={self.name}").items}

@@ -66,7 +66,7 @@ def test_the_operators_own_writes_refused_for_a_while_heal_without_a_restart(run
     core.create_namespaced_resource_quota(r.namespace, {"metadata": {"name": "no-jobs"},
                                                         "spec": {"hard": {"count/jobs.batch": "0"}}})
     r.apply()
-    blocked = condition_is(r, "Blocked", "QuotaExceeded", "create Job qs-gen-r000", "HTTP 403", "trying again in")
+    blocked = condition_is(r, "Blocked", "QuotaExceeded", "create Job qs-preflight", "HTTP 403", "trying again in")
     assert r.status().get("phase") != "Failed" and blocked["status"] == "True"
     core.delete_namespaced_resource_quota("no-jobs", r.namespace)
     r.wait_phase("Succeeded", timeout_s=240)
@@ -156,7 +156,7 @@ def test_a_webhooks_denial_fails_the_object_with_the_webhooks_words(run):
         webhook_in_force(r, 403)
         r.apply()
         r.wait_phase("Failed")
-        failed = condition_is(r, "Failed", "AdmissionDenied", "create Job qs-gen-r000", "HTTP 403",
+        failed = condition_is(r, "Failed", "AdmissionDenied", "create Job qs-preflight", "HTTP 403",
                               f'admission webhook "{WEBHOOK_NAME}" denied the request: '
                               "Jobs in this namespace need a cost-center label")
     assert failed["status"] == "True" and "AdmissionDenied" in r.events() and not r.jobs()
@@ -168,7 +168,7 @@ def test_a_webhook_down_throttling_or_in_conflict_blocks_the_run_until_it_answer
         hook.stop_serving()  # failurePolicy Fail: the API server cannot create a Job without its answer
         webhook_in_force(r, 500)
         r.apply()
-        condition_is(r, "Blocked", "ApiUnavailable", "create Job qs-gen-r000", "HTTP 500", "failed calling webhook")
+        condition_is(r, "Blocked", "ApiUnavailable", "create Job qs-preflight", "HTTP 500", "failed calling webhook")
         hook.deny(429, "too many Jobs created this minute")
         hook.start()
         condition_is(r, "Blocked", "Throttled", "HTTP 429", "too many Jobs created this minute", "trying again in")

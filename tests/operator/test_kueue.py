@@ -61,11 +61,15 @@ def never_updated_by_its_creator(job: client.V1Job) -> bool:
 
 
 def test_a_second_run_waits_in_kueue_until_the_first_frees_its_gpus(queued):
-    # The first holds its GPUs long enough for the second to be seen waiting.
+    # The first holds its GPUs long enough (a slower server) for the second to pass its preflight
+    # and be seen waiting.
     first = queued(name="first", budgets=(16000, 6000, 6000))
+    args = first.body["spec"]["server"]["args"]
+    args[args.index("--per-request-tps") + 1] = "60"
     first.apply()
     second_body = copy.deepcopy(first.body)
     second_body["metadata"]["name"] = "second"
+    second_body["spec"]["server"]["args"][args.index("--per-request-tps") + 1] = "400"
     for dataset, budget in zip(second_body["spec"]["datasets"], (3000, 2000, 2000)):
         dataset["budgetTokens"] = budget
     first.wait_phase("Generating", timeout_s=120)
@@ -151,7 +155,7 @@ def test_user_suspend_still_works_with_kueue_and_the_operator_never_writes_a_job
     assert job.metadata.labels[names.KUEUE_QUEUE_LABEL] == QUEUE and never_updated_by_its_creator(job)
     r.patch_spec(lambda spec: spec.update(suspend=True))
     r.wait_phase("Suspended")
-    wait_for(lambda: not r.jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
+    wait_for(lambda: not r.unfinished_jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
     kept = len(r.records())
     r.patch_spec(lambda spec: spec.update(suspend=False))
     status = r.wait_phase("Succeeded", "Failed", timeout_s=240)

@@ -94,7 +94,7 @@ def test_suspend_deletes_jobs_and_resume_continues_from_the_output(run):
     r.patch_spec(lambda spec: spec.update(suspend=True))
     status = r.wait_phase("Suspended")
     assert argocd_health(r.get())[0] == "Progressing"  # docs/gitops.md: never Argo CD's Suspended
-    wait_for(lambda: not r.jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
+    wait_for(lambda: not r.unfinished_jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
     kept = len(r.records())
     assert kept > 0 and {c["type"]: c["status"] for c in status["conditions"]}["Suspended"] == "True"
     r.patch_spec(lambda spec: spec.update(suspend=False))
