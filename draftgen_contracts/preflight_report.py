@@ -5,14 +5,11 @@ key of the run's preflight ConfigMap; locally and on the volume, `<output root>/
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-
-class _Document(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+from .progress import _Document, parse_document
 
 
 class ModelReport(_Document):
@@ -52,14 +49,4 @@ class PreflightReport(_Document):
 
 def parse_preflight(data: Any) -> PreflightReport | None:
     """The findings from their JSON text or decoded value; None when missing or malformed."""
-    if isinstance(data, (str, bytes)):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return None
-    if not isinstance(data, dict):
-        return None
-    try:
-        return PreflightReport.model_validate(data)
-    except ValidationError:
-        return None
+    return parse_document(PreflightReport, data)

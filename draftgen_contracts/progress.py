@@ -59,8 +59,8 @@ class ProgressDocument(_Document):
         return {name: d.completion_tokens for name, d in self.datasets.items()}
 
 
-def parse_progress(data: Any) -> ProgressDocument | None:
-    """A progress document from its JSON text or decoded value; None when it is missing or
+def parse_document(model: type[_Document], data: Any):
+    """A document of `model` from its JSON text or decoded value; None when it is missing or
     malformed (a reader keeps its last view rather than failing on one bad report)."""
     if isinstance(data, (str, bytes)):
         try:
@@ -70,7 +70,11 @@ def parse_progress(data: Any) -> ProgressDocument | None:
     if not isinstance(data, dict):
         return None
     try:
-        return ProgressDocument.model_validate(data)
+        return model.model_validate(data)
     except ValidationError:
         return None
+
+
+def parse_progress(data: Any) -> ProgressDocument | None:
+    return parse_document(ProgressDocument, data)
 

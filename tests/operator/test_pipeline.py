@@ -49,10 +49,13 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert wait_for(lambda: http_ok(f"http://127.0.0.1:{liveness_port}/healthz"), 30, "the liveness endpoint")
     pods = r.pods()
     # Every documented metric of `jobrunner generate`, scraped from a generation pod while it runs.
-    scrape = wait_for(lambda: http_ok(f"http://{pods[0].status.pod_ip}:{names.GENERATE_METRICS_PORT}/metrics"),
-                      60, "a generation pod's metrics")
+    sample = 'draftgen_generate_completion_tokens_total{dataset="chat",name="qs",replica='
+
+    def scraped():  # served from the first report on (the families exist before it, without samples)
+        text = http_ok(f"http://{pods[0].status.pod_ip}:{names.GENERATE_METRICS_PORT}/metrics")
+        return text if text and sample in text else None
+    scrape = wait_for(scraped, 60, "a generation pod's metrics with its first report")
     assert_documented_metrics_exist("`jobrunner generate`", scrape)
-    assert 'draftgen_generate_completion_tokens_total{dataset="chat",name="qs",replica=' in scrape
     assert len(pods) == 2 and len({p.spec.node_name for p in pods}) == 2  # one replica per GPU node
     pod = pods[0].spec
     assert pod.node_name.startswith("gpu-node-") and pod.service_account_name == "qs-runner"
@@ -62,6 +65,12 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert any(v.empty_dir and v.empty_dir.medium == "Memory" for v in pod.volumes)
     assert any(t.key == "nvidia.com/gpu" for t in pod.tolerations)
     assert status["capacity"]["tokens"] == 7000 and status["capacity"]["hiddenStateBytes"] > 0
+    # The preflight's findings, published by its pod and folded by the operator; the estimate uses
+    # the tiny model's own hidden size.
+    preflight = status["preflight"]
+    assert preflight["model"]["hiddenSize"] == 64 and "hidden size 64" in status["capacity"]["assumptions"]
+    chat = next(d for d in preflight["datasets"] if d["name"] == "chat")
+    assert chat["usableRows"] == chat["rows"] - 3 and chat["skippedByReason"]["bad_json"] == 1
 
     status = r.wait_phase("Succeeded", "Failed", timeout_s=240)
     assert status["phase"] == "Succeeded", status["conditions"]
