@@ -114,6 +114,9 @@ class Server(Model):
     shm_size: str = Field("64Gi", description="Size of the memory-backed /dev/shm (a Kubernetes quantity).")
     startup_timeout_seconds: int = Field(3600, ge=60, le=86400, description=(
         "How long the server may take to load weights, compile and capture graphs before its pod fails."))
+    expected_tokens_per_second: float = Field(2500.0, gt=0, description=(
+        "Output tokens/s one replica is expected to generate: the estimate's rate until the replicas "
+        "measure theirs (default: a ~1T-parameter MoE on 8 GPUs at the reference concurrency)."))
 
 
 class SamplingParams(Model):
@@ -285,12 +288,32 @@ class ReplicaStatus(Model):
                                                  json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
 
 
-class Capacity(Model):
-    """An estimate written before any GPU is taken."""
+class DatasetEstimate(Model):
+    name: str
+    response_tokens: int = Field(0, description="Tokens this dataset is expected to end with.")
+    samples: int = Field(0, description="Responses it is expected to end with.")
+    mean_response_tokens: float = 0.0
+    length_basis: Literal["prior", "measured"] = Field("prior", description=(
+        "measured: the dataset's own mean over its responses; prior: half of its rows' max new tokens."))
+    reachable: bool = Field(True, description="Its usable rows may reach its budget.")
 
-    tokens: int = 0
+
+class Estimate(Model):
+    """What the run will generate, store and cost: from the spec and the preflight before generation,
+    refreshed from the measured lengths and rate while it runs (docs/preflight.md#the-estimate)."""
+
+    response_tokens: int = Field(0, description="Tokens to generate over all datasets.")
+    prompt_tokens: int = Field(0, description="Prompt tokens of those samples (extraction stores them too).")
+    corpus_tokens: int = Field(0, description="Prompt + response tokens: what extraction reads.")
     hidden_state_bytes: int = 0
-    gpu_hours: float = 0.0
+    hidden_state_size: str = Field("", description="hiddenStateBytes for people (GB, TB).")
+    tokens_per_second: float = Field(0.0, description="Output tokens/s of all replicas.")
+    rate_basis: Literal["expected", "measured"] = "expected"
+    generation_hours: float = Field(0.0, description="Generation time left at the rate.")
+    generation_ends: str | None = Field(None, description="Projected end of generation (measured rate only).")
+    gpu_hours: float = Field(0.0, description="GPU-hours of the whole generation at the rate (loading excluded).")
+    datasets: list[DatasetEstimate] = Field(default_factory=list,
+                                            json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     assumptions: str = ""
 
 
@@ -310,7 +333,6 @@ class PreflightDataset(Model):
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
     expected_response_tokens: int = Field(0, description=(
         "Usable rows x the stated prior (half of each row's max new tokens): what the rows may give."))
-    budget_reachable: bool = True
 
 
 class Preflight(Model):
@@ -351,5 +373,5 @@ class DatasetGenerationStatus(Model):
     jobs: StageJobs = Field(default_factory=StageJobs)
     start_time: str | None = None
     completion_time: str | None = None
-    capacity: Capacity | None = None
+    estimate: Estimate | None = None
     preflight: Preflight | None = None

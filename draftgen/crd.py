@@ -22,6 +22,13 @@ PRINTER_COLUMNS = [
     {"name": "Progress", "type": "string", "jsonPath": ".status.progress"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     {"name": "Stage", "type": "string", "jsonPath": ".status.stage", "priority": 1},
+    # The estimate (docs/preflight.md#the-estimate), refreshed from measured lengths and rates.
+    {"name": "Ends", "type": "string", "jsonPath": ".status.estimate.generationEnds", "priority": 1,
+     "description": "Projected end of generation"},
+    {"name": "Corpus", "type": "integer", "jsonPath": ".status.estimate.corpusTokens", "priority": 1,
+     "description": "Projected prompt + response tokens of the corpus"},
+    {"name": "States", "type": "string", "jsonPath": ".status.estimate.hiddenStateSize", "priority": 1,
+     "description": "Projected size of the hidden states"},
 ]
 
 _DROP = {"title", "$defs"}

@@ -11,15 +11,15 @@ from draftgen_contracts.states import Phase
 
 from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
-from .capacity import estimate
 from .conditions import condition, set_condition
+from .estimate import budgets_out_of_reach, estimate
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
 from .policies.capacity_policy import Capacity, ReplicaWait, capacity_of, queued_message
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
 from .policies.stage_policy import next_stage
-from .preflight_status import budgets_out_of_reach, preflight_status
+from .preflight_status import preflight_status
 
 STAGE_EVENTS = {
     ("Preflight", "Generating"): ("PreflightPassed", "model, tokenizer and datasets checked on the CPU; "
@@ -166,17 +166,18 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
         tokens=sum(d.tokens for d in datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or now,
         completion_time=(previous.completion_time or now) if stage == "Done" else None,
-        capacity=(estimate(spec, hidden_size=world.preflight.model.hidden_size)
-                  if world.preflight and world.preflight.model and world.preflight.model.hidden_size
-                  else previous.capacity or estimate(spec)),
         preflight=preflight_status(world.preflight) if world.preflight else previous.preflight,
         jobs=StageJobs(generation=[names.generation_job_name(name, r) for r in range(spec.server.replicas)],
                        merge=names.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
                        extract=names.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
                        else None))
+    found = status.preflight
+    status.estimate = estimate(spec, found, datasets, previous.estimate, now,
+                               hidden_size=found.model.hidden_size if found and found.model else None)
 
     if still_failed:  # a failure stays until the spec changes
-        return previous.model_copy(update={"datasets": datasets, "tokens": status.tokens, "progress": status.progress})
+        return previous.model_copy(update={"datasets": datasets, "tokens": status.tokens, "progress": status.progress,
+                                           "estimate": status.estimate})
     if failure:
         phase, (reason, message) = "Failed", failure
     elif spec.suspend:
@@ -221,8 +222,8 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
                       message if phase == "Failed" else "", now, g)
     c = set_condition(c, "Suspended", phase == "Suspended", "Suspended" if phase == "Suspended" else "NotSuspended",
                       message if phase == "Suspended" else "", now, g)
-    if world.preflight is not None:
-        short = budgets_out_of_reach(world.preflight)
+    if status.preflight is not None and not status.preflight.problem:  # a failed preflight's findings are partial
+        short = budgets_out_of_reach(spec, status.estimate, status.preflight, datasets)
         c = set_condition(c, "BudgetsReachable", short is None, "BudgetOutOfReach" if short else "RowsSuffice",
                           short or "every dataset's usable rows may reach its budget", now, g)
     if capacity is not None:

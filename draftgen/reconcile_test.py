@@ -9,6 +9,7 @@ from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
 SETTINGS = plan.OperatorSettings()
+NOW = "2026-12-01T00:00:00Z"
 DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC))
 
 
@@ -17,7 +18,7 @@ def run(spec=SPEC, previous=None, **world):
     world.setdefault("existing", frozenset())
     world.setdefault("output_owner", "x")
     previous = previous or DatasetGenerationStatus(stage="Generating")
-    return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, "t")
+    return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, NOW)
 
 
 FOUND = PreflightReport(model=ModelReport(architecture="LlamaForCausalLM", hidden_size=64, num_layers=8,
@@ -42,7 +43,7 @@ def test_a_passed_preflight_starts_generation_and_its_findings_go_to_status():
     assert d.status.stage == "Generating" and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert ("Normal", "PreflightPassed") in [(t, r) for t, r, _ in d.events]
     assert d.status.preflight.model.hidden_size == 64 and d.status.preflight.datasets[0].usable_rows == 9
-    assert "hidden size 64" in d.status.capacity.assumptions  # the model's own, not Kimi-K2's
+    assert d.status.estimate.rate_basis == "expected" and d.status.estimate.generation_ends is None
     assert {c.type: c.status for c in d.status.conditions}["BudgetsReachable"] == "True"
 
 
@@ -62,12 +63,12 @@ def test_a_preflight_of_an_older_spec_is_run_again_and_does_not_fail_the_new_one
 
 
 def test_a_budget_out_of_reach_of_its_rows_is_a_warning_not_a_failure():
-    short = FOUND.model_copy(update={"datasets": [FOUND.datasets[0].model_copy(
-        update={"expected_response_tokens": 60, "budget_reachable": False})]})
+    short = FOUND.model_copy(update={"datasets": [FOUND.datasets[0].model_copy(update={"expected_response_tokens": 60})]})
     d = run(jobs=gen_jobs(active=1), preflight=short)
     reach = {c.type: c for c in d.status.conditions}["BudgetsReachable"]
     assert reach.status == "False" and reach.reason == "BudgetOutOfReach"
-    assert "a: 9 usable rows may give about 60 tokens of its 100: it will be Exhausted at about 60 tokens" == reach.message
+    assert reach.message == ("a: 9 usable rows x about 7 tokens (prior) may give about 60 tokens of its 100: "
+                             "it will be Exhausted at about 60 tokens")
     assert ("Warning", "BudgetOutOfReach") in [(t, r) for t, r, _ in d.events] and d.status.phase != "Failed"
 
 
@@ -87,7 +88,7 @@ def test_past_its_preflight_an_object_gets_its_setup_and_one_generation_job_per_
     d = run()
     assert names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"} <= {o["kind"] for o in d.create}
-    assert d.status.phase == "Pending" and d.status.capacity.tokens == 100
+    assert d.status.phase == "Pending" and d.status.estimate.response_tokens == 100
     assert {c.type: c.reason for c in d.status.conditions}["Progressing"] == "WaitingForServers"
 
 

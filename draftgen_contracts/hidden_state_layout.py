@@ -14,3 +14,12 @@ MASK_BYTES = 1
 
 def bytes_per_token(hidden_size: int, aux_count: int, dtype: str) -> int:
     return (aux_count + 1) * hidden_size * DTYPE_BYTES[dtype] + ID_BYTES + MASK_BYTES
+
+
+def human_bytes(n: float) -> str:
+    """Bytes for people, in powers of 1000 as disks are sold: 34.1 MB, 7.9 TB."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000:
+            return f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"

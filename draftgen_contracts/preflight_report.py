@@ -11,6 +11,10 @@ from pydantic import Field
 
 from .progress import _Document, parse_document
 
+# The response length assumed of a row before any response of its dataset exists: this share of its
+# max new tokens (the estimate replaces it with the dataset's measured mean once responses exist).
+PRIOR_RESPONSE_FRACTION = 0.5
+
 
 class ModelReport(_Document):
     architecture: str = ""
@@ -27,7 +31,7 @@ class DatasetReport(_Document):
     prompt_tokens: int = 0
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
     budget_tokens: int = 0
-    expected_response_tokens: int = 0
+    expected_response_tokens: int = 0  # usable rows x PRIOR_RESPONSE_FRACTION of each row's max new tokens
     budget_reachable: bool = True
 
 

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from draftgen_contracts.hidden_state_layout import DTYPE_BYTES
+from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
 from jobrunner.hidden_states import plan
@@ -29,14 +29,6 @@ from jobrunner.hidden_states.store import ShardStore
 
 ESTIMATE_NAME = "estimate.json"
 INDEX_EVERY_S = 60.0
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if n < 1000 or unit == "PB":
-            return f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} PB"
 
 
 def corpus_tokens(manifest: dict, splits: list[str]) -> int:

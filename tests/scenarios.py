@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
+
+from draftgen_dev.demo_assets import TEMPLATE_REFUSING_TOOL_CALLS, UNUSABLE_ROWS, model_with_template
 
 
 class Driver(Protocol):
@@ -36,11 +39,15 @@ class Driver(Protocol):
     def applied_spec(self) -> dict:
         """The spec as last applied (camelCase)."""
 
+    def volumes(self) -> tuple[Path, Path]:
+        """The data volume's folder and the models volume's (the quickstart's model is its `tiny/`)."""
+
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     change: Callable[[dict], None] | None = None  # to the spec before the first apply
+    prepare: Callable[[Path, Path], None] | None = None  # writes files on the volumes (data, models) first
     restart: bool = False  # kill the controller once tokens flow, then start it again
     then: Callable[[dict], None] | None = None  # a spec change once it Succeeded
     phase: str = "Succeeded"
@@ -48,6 +55,7 @@ class Scenario:
     message: tuple[str, ...] = ()  # in the Failed condition's message (Failed), or Ready's
     events: tuple[str, ...] = ("BudgetsMet", "Succeeded")
     budgets: tuple[int, ...] = field(default=(1500, 1000, 1000))
+    exhausted: tuple[str, ...] = ()  # datasets that run out of rows before their budget
 
 
 def _missing_prompts(spec: dict) -> None:
@@ -62,6 +70,26 @@ def _raise_first_budget(spec: dict) -> None:
     spec["datasets"][0]["budgetTokens"] *= 3
 
 
+def _model(path: str) -> Callable[[dict], None]:
+    return lambda spec: spec["model"].update(path=path)
+
+
+def _template(folder: str, template: str | None) -> Callable[[Path, Path], None]:
+    return lambda data, models: model_with_template(models / "tiny", models / folder, template)
+
+
+def _unusable_prompts(data: Path, models: Path) -> None:
+    (data / "prompts" / "unusable.jsonl").write_text(UNUSABLE_ROWS)
+
+
+def _prompts_unusable(spec: dict) -> None:
+    spec["datasets"][1]["path"] = "prompts/unusable.jsonl"
+
+
+def _tools_out_of_reach(spec: dict) -> None:
+    spec["datasets"][1]["budgetTokens"] = 10_000_000
+
+
 SCENARIOS = [
     Scenario("runs to the end"),
     # Both are found by the preflight, before any server starts or any GPU is asked for.
@@ -69,6 +97,18 @@ SCENARIOS = [
              message=("missing.jsonl", "no such file"), events=("PreflightFailed",)),
     Scenario("failing stage", change=_no_such_model, phase="Failed", reason="PreflightFailed",
              message=("PodFailurePolicy", "no-such-model", "no such directory"), events=("PreflightFailed",)),
+    Scenario("tokenizer without a chat template", prepare=_template("no-template", None), change=_model("no-template"),
+             phase="Failed", reason="PreflightFailed", message=("no-template", "no chat template"),
+             events=("PreflightFailed",)),
+    Scenario("template failing on tool calls", prepare=_template("no-tools", TEMPLATE_REFUSING_TOOL_CALLS),
+             change=_model("no-tools"), phase="Failed", reason="PreflightFailed",
+             message=("tools.jsonl: row 3: messages", "tool calls are not supported"), events=("PreflightFailed",)),
+    Scenario("no usable row", prepare=_unusable_prompts, change=_prompts_unusable, phase="Failed",
+             reason="PreflightFailed", message=("unusable.jsonl", "no usable row in 2 (bad_json 1, no_user_turn 1)"),
+             events=("PreflightFailed",)),
+    # A warning, not a failure: the run goes on and the dataset ends Exhausted.
+    Scenario("budget out of reach", change=_tools_out_of_reach, exhausted=("tools",),
+             events=("BudgetOutOfReach", "BudgetsMet", "Succeeded")),
     Scenario("resume after the controller died", restart=True, budgets=(4000, 2000, 2000)),
     Scenario("raised budget", then=_raise_first_budget, events=("BudgetsMet", "Reopened", "Succeeded")),
 ]
@@ -76,6 +116,8 @@ SCENARIOS = [
 
 def play(scenario: Scenario, driver: Driver) -> None:
     """Run one scenario with one executor and check what the object says."""
+    if scenario.prepare is not None:
+        scenario.prepare(*driver.volumes())
     driver.apply(lambda spec: _set_budgets(spec, scenario.budgets, scenario.change))
     if scenario.restart:
         driver.wait_for_tokens()
@@ -103,7 +145,14 @@ def check(scenario: Scenario, status: dict, driver: Driver) -> None:
     assert all(fragment in shown["message"] for fragment in scenario.message), shown["message"]
     assert set(scenario.events) <= set(driver.events()), driver.events()
     if scenario.phase == "Succeeded":
-        check_records_match_status(status, driver.records(), overshoot_bound(driver.applied_spec()))
+        check_records_match_status(status, driver.records(), overshoot_bound(driver.applied_spec()),
+                                   exhausted=scenario.exhausted)
+    reach = conditions.get("BudgetsReachable")
+    if scenario.exhausted:
+        assert reach["status"] == "False" and reach["reason"] == "BudgetOutOfReach", reach
+        assert all(f"{name}: its rows ran out at" in reach["message"] for name in scenario.exhausted), reach
+    elif reach is not None and scenario.phase == "Succeeded":
+        assert reach["status"] == "True", reach
 
 
 def overshoot_bound(spec: dict) -> int:
@@ -112,9 +161,10 @@ def overshoot_bound(spec: dict) -> int:
     return spec["server"]["replicas"] * max(c["maxNewTokens"] for c in spec["promptClasses"])
 
 
-def check_records_match_status(status: dict, records: list[dict], bound: int | None = None) -> None:
-    """No sample twice, every budget met (within `bound` tokens over it), and the status counting
-    exactly what was written."""
+def check_records_match_status(status: dict, records: list[dict], bound: int | None = None,
+                               exhausted: tuple[str, ...] = ()) -> None:
+    """No sample twice, every budget met (within `bound` tokens over it) but those of the datasets
+    `exhausted` (which ran out of rows below it), and the status counting exactly what was written."""
     ids = [r["sample_id"] for r in records]
     assert len(ids) == len(set(ids)), "a sample was written twice"
     tokens: dict[str, int] = {}
@@ -122,6 +172,9 @@ def check_records_match_status(status: dict, records: list[dict], bound: int | N
         assert r["completion_tokens"] == len(r["output_ids"])
         tokens[r["dataset"]] = tokens.get(r["dataset"], 0) + r["completion_tokens"]
     for d in status["datasets"]:
-        assert d["state"] == "BudgetMet" and d["tokens"] >= d["budgetTokens"], d
+        if d["name"] in exhausted:
+            assert d["state"] == "Exhausted" and 0 < d["tokens"] < d["budgetTokens"], d
+        else:
+            assert d["state"] == "BudgetMet" and d["tokens"] >= d["budgetTokens"], d
         assert bound is None or d["tokens"] - d["budgetTokens"] < bound, (d, bound)
         assert d["tokens"] == tokens.get(d["name"], 0), d

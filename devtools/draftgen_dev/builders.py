@@ -126,6 +126,13 @@ def generation_jobs(name: str, replicas: int, digest: str | None = None, **field
     return jobs
 
 
+# Shaped like moonshotai/Kimi-K2.5's config.json: a multimodal wrapper with the DeepSeek-V3-style
+# text model nested under text_config (hidden size 7,168, 61 layers, vocabulary 163,840).
+KIMI_K25_CONFIG = {
+    "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25", "vision_config": {"hidden_size": 1152},
+    "text_config": {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
+                    "vocab_size": 163840, "max_position_embeddings": 262144}}
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

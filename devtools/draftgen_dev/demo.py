@@ -89,14 +89,14 @@ class Demo:
             obj = custom.get_namespaced_custom_object("draftgen.io", "v1alpha1", NAMESPACE, "datasetgenerations",
                                                       "quickstart")
             status = obj.get("status") or {}
-            line = self.k("get", "dsgen", "-n", NAMESPACE, "--no-headers", check=False).strip()
+            line = self.k("get", "dsgen", "-n", NAMESPACE, "-o", "wide", "--no-headers", check=False).strip()
             datasets = "  ".join(f"{d['name']}={d['tokens']}/{d['budgetTokens']}({d['state']})"
                                  for d in status.get("datasets", []))
             pods = self.k("get", "pods", "-n", NAMESPACE, "--no-headers", "-o",
                           "custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName", check=False)
             view = (line, datasets, pods)
             if view != shown:
-                print(f"$ kubectl get dsgen   {line}\n  {datasets}")
+                print(f"$ kubectl get dsgen -o wide   {line}\n  {datasets}")
                 for pod in pods.strip().splitlines():
                     print(f"    pod {pod}")
                 shown = view
@@ -112,8 +112,11 @@ class Demo:
                      "--sort-by=.metadata.creationTimestamp",
                      "-o", "custom-columns=REASON:.reason,MESSAGE:.message", check=False).strip())
         say("status")
-        print(yaml.safe_dump({k: status.get(k) for k in ("phase", "tokens", "budgetTokens", "progress", "capacity")},
+        print(yaml.safe_dump({k: status.get(k) for k in ("phase", "tokens", "budgetTokens", "progress")},
                              sort_keys=False).strip())
+        estimate = status.get("estimate") or {}
+        print("estimate: " + ", ".join(f"{k} {estimate.get(k)}" for k in (
+            "responseTokens", "promptTokens", "corpusTokens", "hiddenStateBytes", "tokensPerSecond", "gpuHours")))
         data = self.cluster.volumes_dir / f"{NAMESPACE}-data" / "quickstart"
         manifest = data / "corpus" / "manifest.json"
         if manifest.exists():
@@ -129,7 +132,9 @@ class Demo:
         if index.exists():
             say("EAGLE-3 hidden states")
             shards = sorted((data / "hidden-states").glob("*.safetensors"))
-            print(f"  {len(shards)} safetensors shard(s), {sum(s.stat().st_size for s in shards):,d} bytes, index {index}")
+            written = sum(s.stat().st_size for s in shards)
+            print(f"  {len(shards)} safetensors shard(s), {written:,d} bytes "
+                  f"(estimated {estimate.get('hiddenStateBytes', 0):,d}), index {index}")
         say("length statistics (jobrunner report)")
         budgets = [f"--budget={d['name']}={d['budgetTokens']}" for d in status.get("datasets") or []]
         subprocess.run([sys.executable, "-m", "jobrunner.cli", "report", "--output-root", str(data),

@@ -42,7 +42,7 @@ def _chat_rows(n: int, rng: random.Random) -> list[dict]:
                 {"role": "system", "content": "You are a concise assistant."},
                 {"role": "user", "content": f"Tell me about {topic}."},
                 {"role": "assistant", "content": "Sure. What would you like to know?"},
-                {"role": "user", "content": f"Explain {topic} in {i % 5 + 2} steps."},
+                {"role": "user", "content": f"Explain {topic} in {i % 5 + 2} steps, for reader {i}."},
                 {"role": "assistant", "content": "(the old answer, replaced by the model's own)"}]})
         else:
             rows.append({"messages": [{"role": "user", "content": f"Question {i}: explain {topic}."}]})
@@ -55,7 +55,7 @@ def _tool_rows(n: int) -> list[dict]:
     for i in range(n):
         city = cities[i % len(cities)]
         rows.append({"tools": [WEATHER_TOOL], "messages": [
-            {"role": "user", "content": f"Should I take an umbrella in {city} today?"},
+            {"role": "user", "content": f"Should I take an umbrella in {city} on day {i} of my trip?"},
             {"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": "get_weather", "arguments": {"city": city}}}]},
             {"role": "tool", "content": json.dumps({"city": city, "rain_mm": i % 7})}]})
@@ -83,3 +83,26 @@ def write_datasets(directory: Path, rows_per_dataset: int = 400, seed: int = 0) 
     paths["sharegpt"] = directory / "sharegpt.parquet"
     pq.write_table(table, paths["sharegpt"], row_group_size=128)
     return paths
+
+
+# What a preflight must refuse, made from the demo's assets (tests/jobrunner/test_preflight.py and the
+# shared scenarios of both executors).
+TEMPLATE_REFUSING_TOOL_CALLS = (
+    "{% for m in messages %}{% if m.tool_calls %}{{ raise_exception('tool calls are not supported') }}"
+    "{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
+UNUSABLE_ROWS = '{not json\n{"messages": [{"role": "assistant", "content": "x"}]}\n'
+
+
+def model_with_template(model: Path, copy: Path, template: str | None) -> Path:
+    """A copy of a model's folder with another chat template (None: none at all)."""
+    import shutil
+
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(model, copy)
+    (copy / "chat_template.jinja").unlink(missing_ok=True)
+    config = json.loads((copy / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    if template is not None:
+        config["chat_template"] = template
+    (copy / "tokenizer_config.json").write_text(json.dumps(config))
+    return copy

@@ -239,7 +239,7 @@ class LocalExecutor:
         before = self.state.status
         generating = status.stage in (None, Stage.GENERATING)
         if generating or before.stage in (None, Stage.GENERATING):
-            view.show(status.datasets, final=not generating)
+            view.show(status.datasets, status.estimate, final=not generating)
         if status.phase != before.phase:
             ready = next((c for c in status.conditions if c.type == "Ready"), None)
             detail = f" ({ready.reason}): {ready.message}" if ready else ""

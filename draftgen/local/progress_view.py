@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from draftgen.api import DatasetStatus
+from draftgen.api import DatasetStatus, Estimate
 from draftgen.fold import progress_text
 from draftgen_contracts import budget
 from draftgen_contracts.states import DatasetState
@@ -36,14 +36,22 @@ def progress_rows(datasets: list[DatasetStatus]) -> list[tuple[str, ...]]:
     return rows
 
 
-def title(datasets: list[DatasetStatus]) -> str:
-    return f"generate: {progress_text(datasets)} of the budgets"
+def title(datasets: list[DatasetStatus], estimate: Estimate | None = None) -> str:
+    """The progress, and where the estimate says the run is headed (docs/preflight.md#the-estimate)."""
+    said = [f"generate: {progress_text(datasets)} of the budgets"]
+    if estimate is not None and estimate.generation_ends:
+        said.append(f"ends about {estimate.generation_ends}")
+    if estimate is not None and estimate.corpus_tokens:
+        said.append(f"corpus about {estimate.corpus_tokens:,} tokens")
+    if estimate is not None and estimate.hidden_state_size:
+        said.append(f"hidden states about {estimate.hidden_state_size}")
+    return "; ".join(said)
 
 
-def plain_lines(datasets: list[DatasetStatus]) -> list[str]:
+def plain_lines(datasets: list[DatasetStatus], estimate: Estimate | None = None) -> list[str]:
     rows = [COLUMNS, *progress_rows(datasets)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    return [title(datasets)] + [
+    return [title(datasets, estimate)] + [
         "  " + "  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         for r in rows]
 
@@ -68,20 +76,20 @@ class ProgressView:
             self.live.start()
         return self
 
-    def show(self, datasets: list[DatasetStatus], final: bool = False) -> None:
+    def show(self, datasets: list[DatasetStatus], estimate: Estimate | None = None, final: bool = False) -> None:
         if self.live is not None:
-            self.live.update(self._table(datasets), refresh=True)
+            self.live.update(self._table(datasets, estimate), refresh=True)
         elif final or time.monotonic() - self.last_plain >= PLAIN_INTERVAL_S:
-            lines = plain_lines(datasets)
+            lines = plain_lines(datasets, estimate)
             if lines != self.last_lines:  # a log gets a block only when a number moved
                 self.last_plain, self.last_lines = time.monotonic(), lines
                 print("\n".join(lines), file=self.stream, flush=True)
 
     @staticmethod
-    def _table(datasets: list[DatasetStatus]):
+    def _table(datasets: list[DatasetStatus], estimate: Estimate | None):
         from rich.table import Table
 
-        table = Table(title=title(datasets), title_justify="left")
+        table = Table(title=title(datasets, estimate), title_justify="left")
         for i, column in enumerate(COLUMNS):
             table.add_column(column, justify="left" if i in (0, 4) else "right")
         for row in progress_rows(datasets):

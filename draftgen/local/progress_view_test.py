@@ -2,8 +2,8 @@ import io
 
 import pytest
 
-from draftgen.api import DatasetStatus
-from draftgen.local.progress_view import ProgressView, format_duration, progress_rows
+from draftgen.api import DatasetStatus, Estimate
+from draftgen.local.progress_view import ProgressView, format_duration, progress_rows, title
 
 
 def test_progress_rows_show_percent_rate_and_eta_while_generating():
@@ -35,3 +35,11 @@ def test_the_live_table_and_the_plain_lines_show_the_same_rows():
         assert all(cell in text for cell in ("chat", "500", "2,000", "25.0", "Generating", "100", "15s"))
     assert "│" in live.getvalue()  # rich's table
     assert plain.getvalue().count("of the budgets") == 1
+
+
+def test_the_title_says_where_the_estimate_says_the_run_is_headed():
+    statuses = [DatasetStatus(name="chat", budget_tokens=2000, tokens=500, state="Generating")]
+    assert title(statuses) == "generate: 25.0% of the budgets"
+    headed = Estimate(generation_ends="2026-12-01T00:02:00Z", corpus_tokens=140_000, hidden_state_size="72.9 MB")
+    assert title(statuses, headed) == ("generate: 25.0% of the budgets; ends about 2026-12-01T00:02:00Z; "
+                                       "corpus about 140,000 tokens; hidden states about 72.9 MB")

@@ -8,14 +8,11 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from draftgen_contracts.length_stats import LengthStats, length_stats
+from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
 from jobrunner.datasets import Conversation, SkippedRow, read_rows
 from jobrunner.prompts import Prompt, PromptPreparer
 
 from .problem import PreflightProblem
-
-# The stated prior for a response's length before any response exists: half the max new tokens the
-# row may use. Replaced by the dataset's measured lengths once generation runs (docs/preflight.md).
-PRIOR_RESPONSE_FRACTION = 0.5
 
 
 def shape_of(row: Conversation) -> str:

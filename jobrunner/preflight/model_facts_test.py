@@ -2,15 +2,9 @@ import json
 
 import pytest
 
+from draftgen_dev.builders import KIMI_K25_CONFIG as KIMI_K25
 from jobrunner.preflight.model_facts import model_facts
 from jobrunner.preflight.problem import PreflightProblem
-
-# Shaped like moonshotai/Kimi-K2.5's config.json: a multimodal wrapper with the DeepSeek-V3-style
-# text model nested under text_config (hidden size 7,168, 61 layers, vocabulary 163,840).
-KIMI_K25 = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
-            "vision_config": {"hidden_size": 1152},
-            "text_config": {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7168, "num_hidden_layers": 61,
-                            "vocab_size": 163840, "max_position_embeddings": 262144}}
 
 
 def write(tmp_path, config):

@@ -4,14 +4,19 @@ quickstart's datasets, and each thing that makes a run impossible, named by file
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from draftgen_contracts import exit_codes
-from draftgen_dev.demo_assets import build_model, write_datasets
+from draftgen_dev.demo_assets import (
+    TEMPLATE_REFUSING_TOOL_CALLS,
+    UNUSABLE_ROWS,
+    build_model,
+    model_with_template,
+    write_datasets,
+)
 from jobrunner.config import parse_config
 from jobrunner.preflight.run import run_preflight
 
@@ -79,16 +84,7 @@ def test_a_model_folder_without_config_json_is_named(tmp_path, model, prompts):
 
 
 def tokenizer_copy(model, tmp_path, template):
-    """The tiny model's folder with another chat template (None: none at all)."""
-    copy = tmp_path / "tokenizer"
-    shutil.copytree(model, copy)
-    (copy / "chat_template.jinja").unlink(missing_ok=True)
-    config = json.loads((copy / "tokenizer_config.json").read_text())
-    config.pop("chat_template", None)
-    if template is not None:
-        config["chat_template"] = template
-    (copy / "tokenizer_config.json").write_text(json.dumps(config))
-    return copy
+    return model_with_template(model, tmp_path / "tokenizer", template)
 
 
 def test_a_tokenizer_without_a_chat_template_is_refused(tmp_path, model, prompts):
@@ -98,9 +94,7 @@ def test_a_tokenizer_without_a_chat_template_is_refused(tmp_path, model, prompts
 
 
 def test_a_template_that_fails_on_tool_calls_names_the_file_the_row_and_the_field(tmp_path, model, prompts):
-    template = ("{% for m in messages %}{% if m.tool_calls %}{{ raise_exception('tool calls are not supported') }}"
-                "{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
-    tokenizer = tokenizer_copy(model, tmp_path, template)
+    tokenizer = tokenizer_copy(model, tmp_path, TEMPLATE_REFUSING_TOOL_CALLS)
     problem = problem_of(tmp_path, tokenizer, quickstart(prompts), model_dir=model)
     assert problem.where == f"{prompts['tools']}: row 3: messages"  # rows 0-2 are the malformed ones
     assert "tools + tool calls + tool results" in problem.message and "tool calls are not supported" in problem.message
@@ -108,7 +102,7 @@ def test_a_template_that_fails_on_tool_calls_names_the_file_the_row_and_the_fiel
 
 def test_a_prompt_file_with_no_usable_row_is_refused_with_its_reasons(tmp_path, model):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{not json\n{"messages": [{"role": "assistant", "content": "x"}]}\n')
+    bad.write_text(UNUSABLE_ROWS)
     problem = problem_of(tmp_path, model, [{"name": "bad", "path": str(bad), "budget_tokens": 100}])
     assert problem.where == str(bad) and problem.message == "no usable row in 2 (bad_json 1, no_user_turn 1)"
 

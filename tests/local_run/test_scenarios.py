@@ -21,6 +21,7 @@ class LocalDriver:
     """`draftgen run` as a user runs it: a process per apply, the status read from its state file."""
 
     def __init__(self, tmp_path: Path, data_dir: Path, model_dir: Path):
+        self.data, self.models = data_dir, model_dir
         self.obj = quickstart(extraction=False)
         self.spec = tmp_path / "quickstart.yaml"
         self.log = tmp_path / "draftgen-run.log"
@@ -70,6 +71,9 @@ class LocalDriver:
 
     def applied_spec(self) -> dict:
         return self.obj["spec"]
+
+    def volumes(self) -> tuple[Path, Path]:
+        return self.data, self.models
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -122,7 +122,8 @@ class Run:
         for dataset, budget in zip(spec["datasets"], budgets or (3000, 2000, 2000)):
             dataset["budgetTokens"] = budget
         spec.update(spec_overrides)
-        self.data = None
+        self.data = self.models = None
+        self.applied = False
         if volumes:
             self.make_volumes(tiny_model)
         self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port,
@@ -130,12 +131,14 @@ class Run:
 
     def make_volumes(self, tiny_model, claims=("models", "data")):
         if "models" in claims:
-            shutil.copytree(tiny_model, self.cluster.create_local_volume(self.namespace, "models") / "tiny")
+            self.models = self.cluster.create_local_volume(self.namespace, "models")
+            shutil.copytree(tiny_model, self.models / "tiny")
         if "data" in claims:
             self.data = self.cluster.create_local_volume(self.namespace, "data")
             write_datasets(self.data / "prompts", rows_per_dataset=200)
 
     def apply(self):
+        self.applied = True
         return self.custom.create_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.body)
 
     def get(self) -> dict:
@@ -192,6 +195,13 @@ class Run:
     def records(self) -> list[dict]:
         root = self.data / self.name
         return [r for f in record_files(str(root)) for r in iter_records(f)]
+
+    def kubectl(self, *args: str) -> str:
+        """The real kubectl, in this run's namespace: what a user sees."""
+        from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
+        argv = [str(ensure(KUBECTL_HELM) / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig),
+                "-n", self.namespace, *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
 
     def events(self) -> list[str]:
         return [e.reason for e in self.core.list_namespaced_event(

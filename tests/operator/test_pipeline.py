@@ -64,11 +64,13 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert sidecar.resources.limits["nvidia.com/gpu"] == "8"
     assert any(v.empty_dir and v.empty_dir.medium == "Memory" for v in pod.volumes)
     assert any(t.key == "nvidia.com/gpu" for t in pod.tolerations)
-    assert status["capacity"]["tokens"] == 7000 and status["capacity"]["hiddenStateBytes"] > 0
     # The preflight's findings, published by its pod and folded by the operator; the estimate uses
-    # the tiny model's own hidden size.
-    preflight = status["preflight"]
-    assert preflight["model"]["hiddenSize"] == 64 and "hidden size 64" in status["capacity"]["assumptions"]
+    # the tiny model's own hidden size, and shows in `kubectl get -o wide`.
+    estimate, preflight = status["estimate"], status["preflight"]
+    assert estimate["responseTokens"] == 7000 and estimate["corpusTokens"] > 7000 + estimate["promptTokens"] - 1
+    assert preflight["model"]["hiddenSize"] == 64 and "hidden size 64" in estimate["assumptions"]
+    columns = r.kubectl("get", "dsgen", r.name, "-o", "wide").splitlines()[0].split()
+    assert columns[-3:] == ["ENDS", "CORPUS", "STATES"], columns
     chat = next(d for d in preflight["datasets"] if d["name"] == "chat")
     assert chat["usableRows"] == chat["rows"] - 3 and chat["skippedByReason"]["bad_json"] == 1
 
@@ -84,7 +86,9 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert not r.pods("generate")
     manifest = json.loads((r.data / "qs" / "corpus" / "manifest.json").read_text())
     assert sum(d["input_records"] for d in manifest["datasets"].values()) == len(r.records())
-    assert json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
+    # The estimate, refreshed from the measured lengths, against what extraction wrote.
+    index = json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
+    assert abs(status["estimate"]["hiddenStateBytes"] / index["bytes"] - 1) <= 0.10, (status["estimate"], index["bytes"])
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "True" and conditions["Succeeded"]["status"] == "True"
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]

@@ -19,8 +19,8 @@ class ClusterDriver:
         self.job_uids: set[str] = set()
 
     def apply(self, spec_change=None) -> None:
-        if self.r is None:
-            self.r = self.make_run()
+        if self.r is None or not self.r.applied:
+            self.r = self.r or self.make_run()
             if spec_change is not None:
                 spec_change(self.r.body["spec"])
             self.r.apply()
@@ -52,6 +52,11 @@ class ClusterDriver:
 
     def applied_spec(self) -> dict:
         return self.r.get()["spec"]
+
+    def volumes(self):
+        if self.r is None:
+            self.r = self.make_run()
+        return self.r.data, self.r.models
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])

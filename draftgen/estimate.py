@@ -1,0 +1,143 @@
+"""The run's estimate: the tokens it will generate, the corpus and hidden-state bytes extraction will
+store, the GPU-hours and the end of generation (docs/preflight.md#the-estimate). Pure.
+
+Before the first responses, a dataset's response length is the stated prior (the preflight's rows x
+PRIOR_RESPONSE_FRACTION of their max new tokens) and the rate is spec.server.expectedTokensPerSecond
+per replica; from MEASURED_AFTER_SAMPLES responses on, the dataset's own mean replaces the prior,
+and once the replicas report a rate it replaces the expected one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from draftgen_contracts.hidden_state_layout import bytes_per_token, human_bytes
+from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
+from draftgen_contracts.states import DATASET_DONE, DatasetState
+
+from .api import Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, Preflight, PreflightDataset
+
+# Fewer responses than this say more about which finish first (the short ones) than about the mean.
+MEASURED_AFTER_SAMPLES = 20
+DEFAULT_AUX_LAYERS = 3  # EAGLE-3's {1, N/2-1, N-4}
+
+
+def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: PreflightDataset | None) -> float:
+    """The mean response length assumed before any response: the preflight's per-row prior, or without
+    one, the prior share of the dataset's max new tokens (its own, its class's, else the classes' mean)."""
+    if found is not None and found.usable_rows:
+        return found.expected_response_tokens / found.usable_rows
+    if dataset.max_new_tokens:
+        return PRIOR_RESPONSE_FRACTION * dataset.max_new_tokens
+    classes = [c for c in spec.prompt_classes if c.name == dataset.prompt_class] or spec.prompt_classes
+    return PRIOR_RESPONSE_FRACTION * sum(c.max_new_tokens for c in classes) / len(classes)
+
+
+def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: PreflightDataset | None,
+                     status: DatasetStatus | None) -> DatasetEstimate:
+    """Where one dataset will end: its budget, unless its rows or its sample cap run out first."""
+    tokens, samples = (status.tokens, status.samples) if status else (0, 0)
+    measured = samples >= MEASURED_AFTER_SAMPLES
+    mean = tokens / samples if measured else prior_response_tokens(spec, dataset, found)
+    rows = found.usable_rows if found is not None else None
+    if status is not None and status.state in DATASET_DONE:
+        end = tokens
+    else:
+        reach = [dataset.budget_tokens]
+        if rows is not None:
+            reach.append(int(rows * mean))
+        if dataset.sample_cap is not None:
+            reach.append(int(dataset.sample_cap * mean))
+        end = max(tokens, min(reach))
+    exhausted = status is not None and status.state == DatasetState.EXHAUSTED
+    reachable = not exhausted and (rows is None or rows * mean >= dataset.budget_tokens
+                                   or (status is not None and status.state == DatasetState.BUDGET_MET))
+    return DatasetEstimate(name=dataset.name, response_tokens=end,
+                           samples=max(samples, round(end / mean)) if mean else samples,
+                           mean_response_tokens=round(mean, 1), length_basis="measured" if measured else "prior",
+                           reachable=reachable)
+
+
+def mean_prompt_tokens(found: PreflightDataset | None) -> float:
+    return found.prompt_tokens / found.usable_rows if found is not None and found.usable_rows else 0.0
+
+
+def stored_tokens_per_sample(prompt: float, response: float, max_length: int, too_long: str) -> float:
+    """Tokens extraction stores of a sample of mean length: cut at max_length, or none when skipped."""
+    length = prompt + response
+    return length if length <= max_length else (max_length if too_long == "truncate" else 0.0)
+
+
+def run_rate(spec: DatasetGenerationSpec, datasets: list[DatasetStatus], previous: Estimate | None) -> tuple[float, str]:
+    """Output tokens/s of all replicas: what the generating datasets measure now, else the last
+    measurement, else the expected rate of the spec."""
+    measured = sum(d.tokens_per_second for d in datasets if d.state == DatasetState.GENERATING)
+    if measured > 0:
+        return measured, "measured"
+    if previous is not None and previous.rate_basis == "measured" and previous.tokens_per_second > 0:
+        return previous.tokens_per_second, "measured"
+    return spec.server.expected_tokens_per_second * spec.server.replicas, "expected"
+
+
+def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets: list[DatasetStatus],
+             previous: Estimate | None, now: str, hidden_size: int | None = None) -> Estimate:
+    """The estimate as of `now` (RFC 3339). Without the model's hidden size (no preflight yet) none of
+    hidden-state bytes is claimed."""
+    found = {d.name: d for d in preflight.datasets} if preflight else {}
+    status = {d.name: d for d in datasets}
+    per_dataset = [dataset_estimate(spec, d, found.get(d.name), status.get(d.name)) for d in spec.datasets]
+    prompts = stored = 0.0
+    for d, e in zip(spec.datasets, per_dataset):
+        prompt = mean_prompt_tokens(found.get(d.name))
+        prompts += e.samples * prompt
+        stored += e.samples * stored_tokens_per_sample(prompt, e.mean_response_tokens, spec.extraction.max_length,
+                                                       spec.extraction.too_long)
+    response = sum(e.response_tokens for e in per_dataset)
+    aux = len(spec.extraction.layers) if spec.extraction.layers else DEFAULT_AUX_LAYERS
+    states = int(stored * bytes_per_token(hidden_size, aux, spec.extraction.dtype)) \
+        if spec.extraction.enabled and hidden_size else 0
+    rate, basis = run_rate(spec, datasets, previous)
+    left = sum(max(0, e.response_tokens - (status[e.name].tokens if e.name in status else 0)) for e in per_dataset)
+    hours = left / rate / 3600
+    ends = None
+    if basis == "measured" and left:
+        ends = (dt.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    gpus = spec.server.replicas * spec.server.gpus_per_replica
+    return Estimate(
+        response_tokens=response, prompt_tokens=int(prompts), corpus_tokens=int(prompts) + response,
+        hidden_state_bytes=states, hidden_state_size=human_bytes(states) if states else "",
+        tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
+        gpu_hours=round(response / rate / 3600 * gpus, 1), datasets=per_dataset,
+        assumptions=assumptions(spec, preflight, hidden_size, aux, rate, basis))
+
+
+def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden_size: int | None, aux: int,
+                rate: float, basis: str) -> str:
+    said = [f"{rate:,.0f} output tokens/s over {spec.server.replicas} replicas "
+            f"({'measured' if basis == 'measured' else 'spec.server.expectedTokensPerSecond'})"]
+    if not preflight:
+        said.append("no preflight yet: response lengths from max new tokens, prompt tokens unknown")
+    if spec.extraction.enabled:
+        said.append(f"hidden size {hidden_size}, {aux} aux layers + final state, {spec.extraction.dtype}"
+                    if hidden_size else "hidden size unknown until the preflight reads config.json")
+    said.append("before the merge's dedupe and truncation policy; server loading time excluded")
+    return "; ".join(said)
+
+
+def budgets_out_of_reach(spec: DatasetGenerationSpec, estimate: Estimate, preflight: Preflight | None,
+                         datasets: list[DatasetStatus]) -> str | None:
+    """What to warn of when a dataset's usable rows look too few for its budget, or ran out before it;
+    None when every budget is in reach."""
+    rows = {d.name: d.usable_rows for d in preflight.datasets} if preflight else {}
+    status = {d.name: d for d in datasets}
+    said = []
+    for e in estimate.datasets:
+        budget = spec.dataset(e.name).budget_tokens
+        if e.name in status and status[e.name].state == DatasetState.EXHAUSTED:
+            said.append(f"{e.name}: its rows ran out at {e.response_tokens:,} tokens of its {budget:,} (Exhausted)")
+        elif not e.reachable:
+            basis = f"measured over {status[e.name].samples:,} responses" if e.length_basis == "measured" else "prior"
+            said.append(f"{e.name}: {rows.get(e.name, 0):,} usable rows x about {e.mean_response_tokens:,.0f} tokens "
+                        f"({basis}) may give about {e.response_tokens:,} tokens of its {budget:,}: it will be "
+                        f"Exhausted at about {e.response_tokens:,} tokens")
+    return "; ".join(said) or None
