@@ -37,10 +37,12 @@ def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: Prefl
                      status: DatasetStatus | None) -> DatasetEstimate:
     """Where one dataset will end: its budget, unless its rows or its sample cap run out first."""
     tokens, samples = (status.tokens, status.samples) if status else (0, 0)
-    measured = samples >= MEASURED_AFTER_SAMPLES
+    done = status is not None and status.state in DATASET_DONE
+    # A finished dataset's mean is final however few its responses.
+    measured = samples >= MEASURED_AFTER_SAMPLES or (done and samples > 0)
     mean = tokens / samples if measured else prior_response_tokens(spec, dataset, found)
     rows = found.usable_rows if found is not None else None
-    if status is not None and status.state in DATASET_DONE:
+    if done:
         end = tokens
     else:
         reach = [dataset.budget_tokens]
@@ -89,8 +91,9 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     prompts = stored = 0.0
     for d, e in zip(spec.datasets, per_dataset):
         prompt = mean_prompt_tokens(found.get(d.name))
+        response = e.response_tokens / e.samples if e.samples else 0.0
         prompts += e.samples * prompt
-        stored += e.samples * stored_tokens_per_sample(prompt, e.mean_response_tokens, spec.extraction.max_length,
+        stored += e.samples * stored_tokens_per_sample(prompt, response, spec.extraction.max_length,
                                                        spec.extraction.too_long)
     response = sum(e.response_tokens for e in per_dataset)
     aux = len(spec.extraction.layers) if spec.extraction.layers else DEFAULT_AUX_LAYERS

@@ -139,3 +139,11 @@ def test_the_kimi_k25_example_in_the_docs_is_what_the_estimate_computes(tmp_path
     assert e.generation_hours == 2.78 and e.gpu_hours == 88.9
     docs = (Path(__file__).resolve().parents[1] / "docs" / "preflight.md").read_text()
     assert estimate_table(e) in docs, "docs/preflight.md's Kimi-K2.5 table is stale:\n" + estimate_table(e)
+
+
+def test_a_finished_dataset_is_sized_by_its_own_responses_however_few():
+    # 10 responses of 120 tokens, met: its 10 samples store 200 + 120 tokens each, not the prior's 500.
+    e = estimate(SPEC, found(), [status(1200, 10, state="BudgetMet")], None, NOW, hidden_size=64)
+    [a] = e.datasets
+    assert a.length_basis == "measured" and a.samples == 10 and e.corpus_tokens == 10 * 200 + 1200
+    assert e.hidden_state_bytes == 10 * 320 * bytes_per_token(64, 3, "bf16")

@@ -9,6 +9,7 @@ executors must show the same phases, reasons and messages for the same story.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,11 @@ def _template(folder: str, template: str | None) -> Callable[[Path, Path], None]
     return lambda data, models: model_with_template(models / "tiny", models / folder, template)
 
 
+def _without_config(data: Path, models: Path) -> None:
+    shutil.rmtree(models / "no-config", ignore_errors=True)
+    shutil.copytree(models / "tiny", models / "no-config", ignore=shutil.ignore_patterns("config.json"))
+
+
 def _unusable_prompts(data: Path, models: Path) -> None:
     (data / "prompts" / "unusable.jsonl").write_text(UNUSABLE_ROWS)
 
@@ -97,6 +103,8 @@ SCENARIOS = [
              message=("missing.jsonl", "no such file"), events=("PreflightFailed",)),
     Scenario("failing stage", change=_no_such_model, phase="Failed", reason="PreflightFailed",
              message=("PodFailurePolicy", "no-such-model", "no such directory"), events=("PreflightFailed",)),
+    Scenario("model folder without config.json", prepare=_without_config, change=_model("no-config"), phase="Failed",
+             reason="PreflightFailed", message=("no-config/config.json", "not found"), events=("PreflightFailed",)),
     Scenario("tokenizer without a chat template", prepare=_template("no-template", None), change=_model("no-template"),
              phase="Failed", reason="PreflightFailed", message=("no-template", "no chat template"),
              events=("PreflightFailed",)),

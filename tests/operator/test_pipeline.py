@@ -67,7 +67,8 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     # The preflight's findings, published by its pod and folded by the operator; the estimate uses
     # the tiny model's own hidden size, and shows in `kubectl get -o wide`.
     estimate, preflight = status["estimate"], status["preflight"]
-    assert estimate["responseTokens"] == 7000 and estimate["corpusTokens"] > 7000 + estimate["promptTokens"] - 1
+    assert estimate["responseTokens"] >= 7000 and estimate["promptTokens"] > 0  # a budget, or what a met one kept
+    assert estimate["corpusTokens"] == estimate["responseTokens"] + estimate["promptTokens"]
     assert preflight["model"]["hiddenSize"] == 64 and "hidden size 64" in estimate["assumptions"]
     columns = r.kubectl("get", "dsgen", r.name, "-o", "wide").splitlines()[0].split()
     assert columns[-3:] == ["ENDS", "CORPUS", "STATES"], columns
