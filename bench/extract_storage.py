@@ -1,4 +1,5 @@
-"""Extraction storage: bytes written vs the unpadded minimum (goal 1.00), beside SpecForge's padded layout.
+"""Extraction storage: bytes written vs the unpadded minimum (goal 1.00), beside SpecForge's padded
+layout; fp8 states against bf16 (bytes, goal about 0.5, and error).
 
     .venv/bin/python bench/extract_storage.py [--samples 1500] [--hidden 128]
 
@@ -9,7 +10,11 @@ the simulator's function_calling profile, scaled down by --scale), then compares
 - minimum: tokens x bytes per token, no padding, no headers;
 - SpecForge padded: what storing each sample at its batch's longest length would take, for the very
   batches this run used (length-sorted, SpecForge's best case) and for batches in corpus order
-  (its default); SpecForge also drops the last partial batch (`drop_last`), counted separately.
+  (its default); SpecForge also drops the last partial batch (`drop_last`), counted separately;
+- fp8: the same extraction with `--dtype fp8` (e4m3, one float32 scale per token and state): its
+  bytes against the bf16 unpadded minimum, and per state (each aux layer, the final state) the
+  relative error of each token's vector against the bf16 states, ||fp8 - bf16|| / ||bf16||, mean
+  and max over the tokens, read back through `load_sample` (which dequantizes).
 """
 
 from __future__ import annotations
@@ -64,10 +69,12 @@ def main() -> int:
         merge.merge(base, base / "corpus", merge.MergeSettings(eval_fraction=0.0), log=lambda *_: None)
         model = build_tiny_llama(base / "model", vocab_size=1024, num_layers=8, hidden=args.hidden)
         window = 2048
-        index = extract(base / "corpus", base / "states", model, splits=["train"], dtype="bf16",
-                        max_batch_tokens=args.max_batch_tokens, max_batch_size=args.batch_size,
-                        sort_window=window, shard_mb=64, log=lambda *_: None)
+        run = dict(splits=["train"], max_batch_tokens=args.max_batch_tokens, max_batch_size=args.batch_size,
+                   sort_window=window, shard_mb=64, log=lambda *_: None)
+        index = extract(base / "corpus", base / "states", model, dtype="bf16", **run)
+        fp8_index = extract(base / "corpus", base / "fp8", model, dtype="fp8", **run)
         lengths = [len(r["input_ids"]) for r in corpus.iter_corpus(base / "corpus", "train")]
+        errors = fp8_errors(base / "states", base / "fp8", index, fp8_index)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -90,7 +97,32 @@ def main() -> int:
     print(f"{'SpecForge padded, same length-sorted batches':<44} {sorted_padded:>14} {sorted_padded / minimum:>10.3f}")
     print(f"{'SpecForge padded, batches in corpus order':<44} {order_padded:>14} {order_padded / minimum:>10.3f}")
     print(f"SpecForge drop_last would also lose {dropped} samples ({dropped_tokens} tokens); draftgen loses none")
+    fp8_written = fp8_index["bytes"]
+    print(f"\nfp8 (e4m3 + a float32 scale per token and state), {bytes_per_token(args.hidden, 3, 'fp8')} B/token:")
+    print(f"  written / bf16 unpadded minimum: {fp8_written / minimum:.4f}   (goal about 0.5; "
+          f"{bytes_per_token(7168, 3, 'fp8') / bytes_per_token(7168, 3, 'bf16'):.4f} at hidden size 7,168)")
+    print(f"  {'state':<12} {'mean rel. error':>16} {'max rel. error':>15}")
+    for state, (mean, worst) in errors.items():
+        print(f"  {state:<12} {mean:>16.4f} {worst:>15.4f}")
     return 0
+
+
+def fp8_errors(bf16_dir: Path, fp8_dir: Path, bf16_index: dict, fp8_index: dict) -> dict[str, tuple[float, float]]:
+    """Per state: mean and max over tokens of ||fp8 - bf16|| / ||bf16||, the fp8 states dequantized."""
+    import torch
+
+    from jobrunner.hidden_states.store import load_sample
+
+    errors: dict[str, list] = {}
+    for sid in sorted(bf16_index["samples"]):
+        want, got = load_sample(bf16_dir, sid, bf16_index), load_sample(fp8_dir, sid, fp8_index)
+        pairs = [(f"aux {k}", want["aux_hidden_states"][:, k], got["aux_hidden_states"][:, k])
+                 for k in range(want["aux_hidden_states"].shape[1])]
+        pairs.append(("final", want["final_hidden_state"], got["final_hidden_state"]))
+        for name, w, g in pairs:
+            w, g = w.float(), g.float()
+            errors.setdefault(name, []).append((g - w).norm(dim=-1) / w.norm(dim=-1).clamp(min=1e-12))
+    return {name: (float(torch.cat(e).mean()), float(torch.cat(e).max())) for name, e in errors.items()}
 
 
 if __name__ == "__main__":

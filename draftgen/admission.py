@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from draftgen import api
 from draftgen_contracts import names
+from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
 
 # A Kubernetes quantity (k8s.io/apimachinery pkg/api/resource quantity.go): a signed decimal
@@ -105,6 +106,13 @@ SPEC_RULES = [
     Rule(".extraction.layers", "extraction.layers must be >= 0",
          "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
          lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),
+    Rule(".extraction.exports", "extraction.exports: " + ", ".join(
+             f"{kind} trains on the {state} final state (extraction.finalState: {state})"
+             for kind, state in EXPORT_FINAL_STATE.items()),
+         "!has(self.extraction) || !has(self.extraction.exports) || self.extraction.exports.all(e, " + " || ".join(
+             f"(e == '{kind}' && (has(self.extraction.finalState) ? self.extraction.finalState : 'post-norm') == '{state}')"
+             for kind, state in EXPORT_FINAL_STATE.items()) + ")",
+         lambda s: all(EXPORT_FINAL_STATE[e] == s.extraction.final_state for e in s.extraction.exports)),
 ]
 
 NAME_RULE = api.cel(f"self.metadata.name.size() <= {names.MAX_NAME_LENGTH}",

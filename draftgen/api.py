@@ -169,6 +169,10 @@ class Dataset(Model):
     format: Literal["auto", "jsonl", "parquet"] = Field("auto", json_schema_extra=IMMUTABLE)
     pretokenized: bool = Field(False, json_schema_extra=IMMUTABLE,
                                description="Rows carry input_ids used as they are (no chat template).")
+    kind: Literal["prompts", "traces"] = Field("prompts", json_schema_extra=IMMUTABLE, description=(
+        "prompts: responses are generated; traces: rows already hold the target model's responses (token ids "
+        "with the response span, or messages ending with the assistant's turn), taken into the corpus as they "
+        "are up to the budget, never sent to the server (docs/traces.md)."))
     budget_tokens: int = Field(ge=1, description="Completion tokens to keep for this dataset, over all replicas.")
     sample_cap: int | None = Field(None, ge=1, description="Optional cap on completed responses.")
     prompt_class: str | None = Field(None, max_length=16,
@@ -197,6 +201,9 @@ class Merge(Model):
     seed: int = Field(0, description="Seed of the shuffle and the train/eval split.")
     eval_fraction: float = Field(0.01, ge=0, lt=1, description="Share of samples in the eval split.")
     shard_records: int = Field(100000, ge=1, description="Records per output shard.")
+    exports: list[Literal["hf-parquet", "speculators-jsonl"]] = Field(
+        default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"),
+        description="Corpus exports for trainers, into corpus/exports/<kind>/ (docs/formats.md#corpus-exports).")
     resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
 
 
@@ -207,12 +214,18 @@ class Extraction(Model):
     layers: list[int] | None = Field(None, max_length=8, description=(
         "Output layers of the auxiliary states (default {1, N/2-1, N-4} for N decoder layers)."))
     backend: Literal["transformers"] = "transformers"
-    dtype: Literal["bf16", "fp16"] = "bf16"
+    dtype: Literal["bf16", "fp16", "fp8"] = Field("bf16", description=(
+        "Storage dtype of the states; fp8 is e4m3 with one float32 scale per token and state, about half "
+        "of bf16 (docs/formats.md#fp8-states)."))
     final_state: Literal["post-norm", "pre-norm"] = Field("post-norm", description=(
         "Store the last hidden state after the final norm (as SpecForge) or before it (as speculators)."))
     max_length: int = Field(16384, ge=16, description="Longest sequence extracted.")
     too_long: Literal["truncate", "skip"] = Field("truncate", description="What happens to longer sequences.")
     shard_mb: int = Field(1024, ge=1, description="Target size of a safetensors shard.")
+    exports: list[Literal["specforge", "speculators"]] = Field(
+        default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"), description=(
+            "State exports for trainers, into hidden-states/exports/<kind>/: specforge needs finalState "
+            "post-norm, speculators pre-norm (docs/formats.md#state-exports)."))
     gpus: int = Field(8, ge=0, le=64, description="nvidia.com/gpu of the extraction pod.")
     resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
 
@@ -302,7 +315,8 @@ class Estimate(Model):
     """What the run will generate, store and cost: from the spec and the preflight before generation,
     refreshed from the measured lengths and rate while it runs (docs/preflight.md#the-estimate)."""
 
-    response_tokens: int = Field(0, description="Tokens to generate over all datasets.")
+    response_tokens: int = Field(0, description="Response tokens of the corpus over all datasets.")
+    generated_tokens: int = Field(0, description="Of them, those the servers generate (existing traces excluded).")
     prompt_tokens: int = Field(0, description="Prompt tokens of those samples (extraction stores them too).")
     corpus_tokens: int = Field(0, description="Prompt + response tokens: what extraction reads.")
     hidden_state_bytes: int = 0

@@ -96,21 +96,24 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
         stored += e.samples * stored_tokens_per_sample(prompt, response, spec.extraction.max_length,
                                                        spec.extraction.too_long)
     response = sum(e.response_tokens for e in per_dataset)
+    generated = [(d, e) for d, e in zip(spec.datasets, per_dataset) if d.kind != "traces"]  # traces cost no GPU
     aux = len(spec.extraction.layers) if spec.extraction.layers else DEFAULT_AUX_LAYERS
     states = int(stored * bytes_per_token(hidden_size, aux, spec.extraction.dtype)) \
         if spec.extraction.enabled and hidden_size else 0
     rate, basis = run_rate(spec, datasets, previous)
-    left = sum(max(0, e.response_tokens - (status[e.name].tokens if e.name in status else 0)) for e in per_dataset)
+    left = sum(max(0, e.response_tokens - (status[e.name].tokens if e.name in status else 0)) for _, e in generated)
+    to_generate = sum(e.response_tokens for _, e in generated)
     hours = left / rate / 3600
     ends = None
     if basis == "measured" and left:
         ends = (dt.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
     gpus = spec.server.replicas * spec.server.gpus_per_replica
     return Estimate(
-        response_tokens=response, prompt_tokens=int(prompts), corpus_tokens=int(prompts) + response,
+        response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),
+        corpus_tokens=int(prompts) + response,
         hidden_state_bytes=states, hidden_state_size=human_bytes(states) if states else "",
         tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
-        gpu_hours=round(response / rate / 3600 * gpus, 1), datasets=per_dataset,
+        gpu_hours=round(to_generate / rate / 3600 * gpus, 1), datasets=per_dataset,
         assumptions=assumptions(spec, preflight, hidden_size, aux, rate, basis))
 
 

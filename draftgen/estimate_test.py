@@ -123,7 +123,8 @@ def kimi_estimate(tmp_path):
 
 
 def estimate_table(e) -> str:
-    rows = [("response tokens", f"{e.response_tokens:,}"), ("prompt tokens", f"{e.prompt_tokens:,}"),
+    rows = [("response tokens", f"{e.response_tokens:,}"), ("of them generated", f"{e.generated_tokens:,}"),
+            ("prompt tokens", f"{e.prompt_tokens:,}"),
             ("corpus tokens", f"{e.corpus_tokens:,}"), ("hidden-state bytes", f"{e.hidden_state_bytes:,} ({e.hidden_state_size})"),
             ("rate", f"{e.tokens_per_second:,.0f} tokens/s ({e.rate_basis})"),
             ("generation", f"{e.generation_hours} h, {e.gpu_hours} GPU-hours")]
@@ -135,8 +136,8 @@ def test_the_kimi_k25_example_in_the_docs_is_what_the_estimate_computes(tmp_path
 
     e = kimi_estimate(tmp_path)
     assert e.response_tokens == 100_000_000 and e.datasets[0].mean_response_tokens == 5120
-    # 10 x 10M at 4 replicas x 2,500 tokens/s is 10,000 s on 32 GPUs.
-    assert e.generation_hours == 2.78 and e.gpu_hours == 88.9
+    # 8 x 10M generated (the two datasets of traces are not) at 4 replicas x 2,500 tokens/s: 8,000 s on 32 GPUs.
+    assert e.generated_tokens == 80_000_000 and e.generation_hours == 2.22 and e.gpu_hours == 71.1
     docs = (Path(__file__).resolve().parents[1] / "docs" / "preflight.md").read_text()
     assert estimate_table(e) in docs, "docs/preflight.md's Kimi-K2.5 table is stale:\n" + estimate_table(e)
 

@@ -69,7 +69,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
             "name": d.name,
             "path": (dataset_paths or {}).get(d.name) or dataset_path(spec, d),
             "format": d.format,
-            "pretokenized": d.pretokenized,
+            "pretokenized": d.pretokenized, "kind": d.kind,
             "budget_tokens": d.budget_tokens,
             "sample_cap": d.sample_cap,
             "prompt_class": d.prompt_class,
@@ -255,7 +255,8 @@ def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
     m, root = spec.merge, output_root(name, spec)
     return ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
             "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
-            "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe"]
+            "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe",
+            *[a for kind in m.exports for a in ("--export", kind)]]
 
 
 def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[str] | None = None) -> list[str]:
@@ -267,7 +268,8 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[
     return ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
             "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
             "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
-            *placement, *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else [])]
+            *placement, *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
+            *[a for kind in e.exports for a in ("--export", kind)]]
 
 
 def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:

@@ -2,18 +2,24 @@
 
 Each token stores its auxiliary states and the final state in the storage dtype, its int64 token
 id (as SpecForge and speculators store ids) and a uint8 loss-mask entry: bf16 with 3 aux layers is
-8H + 9 bytes.
+8H + 9 bytes. fp8 (e4m3) stores one float32 scale per state beside its values: 4H + 16 + 9 bytes.
 """
 
 from __future__ import annotations
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+SCALED_DTYPES = {"fp8"}  # stored with one float32 scale per token and state
+SCALE_BYTES = 4
+# The final state each trainer's state export trains on (docs/formats.md#state-exports).
+EXPORT_FINAL_STATE = {"specforge": "post-norm", "speculators": "pre-norm"}
 ID_BYTES = 8
 MASK_BYTES = 1
 
 
 def bytes_per_token(hidden_size: int, aux_count: int, dtype: str) -> int:
-    return (aux_count + 1) * hidden_size * DTYPE_BYTES[dtype] + ID_BYTES + MASK_BYTES
+    states = aux_count + 1
+    scales = states * SCALE_BYTES if dtype in SCALED_DTYPES else 0
+    return states * hidden_size * DTYPE_BYTES[dtype] + scales + ID_BYTES + MASK_BYTES
 
 
 def human_bytes(n: float) -> str:

@@ -114,6 +114,14 @@ def progress_file_name(replica: int) -> str:
     return f"progress-r{replica:03d}.json"
 
 
+def provenance_file_name(replica: int) -> str:
+    """A replica's generation sessions (draftgen_contracts.provenance), in <output root>/generate/."""
+    return f"provenance-r{replica:03d}.json"
+
+
+PROVENANCE_FILE = re.compile(r"^provenance-r(\d{3})\.json$")
+
+
 def _replica_of(pattern: re.Pattern, file_name: str) -> int | None:
     match = pattern.match(file_name)
     return int(match.group(1)) if match else None

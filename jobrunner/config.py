@@ -53,6 +53,8 @@ class DatasetConfig(_Strict):
     path: str
     format: Literal["auto", "jsonl", "parquet"] = "auto"
     pretokenized: bool = False
+    kind: Literal["prompts", "traces"] = Field(
+        default="prompts", description="traces: rows already hold the target's responses; never sent to the server")
     budget_tokens: int = Field(gt=0)
     sample_cap: int | None = Field(default=None, gt=0, description="completed responses, over all replicas")
     prompt_class: str | None = Field(default=None, description="put every prompt in this class")

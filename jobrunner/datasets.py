@@ -8,6 +8,10 @@ Row shapes, recognised per row:
 - a plain `prompt` with an optional `system`;
 - pre-tokenized `input_ids`, used exactly as they are.
 
+A dataset of existing traces (kind `traces`) holds the responses too: token ids with the response
+span (`input_ids` with `prompt_len` or a `loss_mask`, or `prompt_ids` and `output_ids`), or messages
+whose last turn is the assistant's (`Trace`, parse_trace).
+
 A multi-turn row regenerates its final assistant turn: everything after the last user or tool turn
 is dropped, so the prompt ends where the model must answer. Rows carry their source row index (the
 line number in JSONL, the position in Parquet), which is what makes sample ids stable for resume and
@@ -31,7 +35,7 @@ DatasetFormat = Literal["auto", "jsonl", "parquet"]
 
 SKIP_REASONS = (
     "bad_json", "invalid_utf8", "not_an_object", "unknown_shape", "unknown_role", "no_user_turn",
-    "empty", "non_text_content", "bad_input_ids",
+    "empty", "non_text_content", "bad_input_ids", "bad_response_span", "no_response",
 )
 
 SHAREGPT_ROLES = {
@@ -62,13 +66,27 @@ class Pretokenized:
 
 
 @dataclass(frozen=True)
+class Trace:
+    """A conversation that already holds the target model's response (a dataset of kind `traces`):
+    token ids with the response span, or messages whose last turn is the assistant's, rendered with
+    the chat template. It goes into the corpus as it is, never to the server."""
+
+    row: int
+    prompt_ids: list[int] | None = None  # token-id traces: prompt and response as given
+    response_ids: list[int] | None = None
+    messages: list[dict] | None = None  # message traces: the prompt turns, then the response turn
+    tools: list[dict] | None = None
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
 class SkippedRow:
     row: int
     reason: str
     detail: str = ""
 
 
-DatasetRow = Conversation | Pretokenized | SkippedRow
+DatasetRow = Conversation | Pretokenized | Trace | SkippedRow
 
 
 class RowError(ValueError):
@@ -201,6 +219,64 @@ def parse_row(row: int, obj: Any, pretokenized: bool = False) -> DatasetRow:
         return SkippedRow(row, e.reason, e.detail)
 
 
+def _ids(value: Any, field: str) -> list[int]:
+    value = _maybe_json(value)
+    if not isinstance(value, list) or not value or not all(type(t) is int and t >= 0 for t in value):
+        raise RowError("bad_input_ids", f"{field} must be a non-empty list of non-negative ints")
+    return value
+
+
+def _response_span(ids: list[int], obj: dict) -> int:
+    """Where the response starts in a token-id trace: its prompt_len, or its loss mask's first 1
+    (the mask must be 0s then 1s: one response, at the end)."""
+    if obj.get("prompt_len") is not None:
+        start = obj["prompt_len"]
+        if type(start) is not int or not 0 < start < len(ids):
+            raise RowError("bad_response_span", f"prompt_len {start!r} for {len(ids)} ids")
+        return start
+    mask = _maybe_json(obj.get("loss_mask"))
+    if not isinstance(mask, list) or len(mask) != len(ids):
+        raise RowError("bad_response_span", "a token-id trace needs prompt_len, or a loss_mask as long as its ids")
+    start = next((i for i, m in enumerate(mask) if m), len(mask))
+    if start == 0 or start == len(mask) or any(m != 1 for m in mask[start:]) or any(mask[:start]):
+        raise RowError("bad_response_span", "loss_mask must be 0 on the prompt, then 1 on the response to the end")
+    return start
+
+
+def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
+    """One row of a traces dataset: {"input_ids", "prompt_len" | "loss_mask"}, {"prompt_ids",
+    "output_ids"}, or messages (OpenAI `messages` or ShareGPT `conversations`) ending with the
+    assistant's turn; `finish_reason` "length" marks a response cut at its limit."""
+    try:
+        if not isinstance(obj, dict):
+            raise RowError("not_an_object", type(obj).__name__)
+        finish = obj.get("finish_reason") or "stop"
+        if finish not in ("stop", "length"):
+            raise RowError("unknown_shape", f"finish_reason {finish!r}: expected stop or length")
+        if obj.get("prompt_ids") is not None:
+            return Trace(row, _ids(obj["prompt_ids"], "prompt_ids"), _ids(obj.get("output_ids"), "output_ids"),
+                         finish_reason=finish)
+        if obj.get("input_ids") is not None:
+            ids = _ids(obj["input_ids"], "input_ids")
+            start = _response_span(ids, obj)
+            return Trace(row, ids[:start], ids[start:], finish_reason=finish)
+        _check_utf8(obj)
+        tools = _maybe_json(obj.get("tools")) or None
+        if obj.get("messages") is not None:
+            messages = _openai_messages(obj["messages"])
+        elif obj.get("conversations") is not None:
+            messages = _sharegpt_messages(obj["conversations"])
+        else:
+            raise RowError("unknown_shape", f"keys {sorted(obj)[:8]}")
+        if messages[-1]["role"] != "assistant" or not (messages[-1].get("content") or messages[-1].get("tool_calls")):
+            raise RowError("no_response", "the last turn of a trace must be the assistant's response")
+        if prompt_messages(messages[:-1]) != messages[:-1]:
+            raise RowError("no_response", "the turns before the response must end with a user or tool turn")
+        return Trace(row, messages=messages, tools=tools, finish_reason=finish)
+    except RowError as e:
+        return SkippedRow(row, e.reason, e.detail)
+
+
 def detect_format(path: str | os.PathLike, declared: DatasetFormat = "auto") -> Literal["jsonl", "parquet"]:
     if declared != "auto":
         return declared
@@ -251,11 +327,13 @@ def read_rows(
     fmt: DatasetFormat = "auto",
     *,
     pretokenized: bool = False,
+    traces: bool = False,
     replica: int = 0,
     replicas: int = 1,
     batch_rows: int = 1024,
 ) -> Iterator[DatasetRow]:
-    """Stream this replica's share of a dataset, in row order, as parsed or skipped rows."""
+    """Stream this replica's share of a dataset, in row order, as parsed or skipped rows (Trace rows
+    for a dataset of existing traces)."""
     if not 0 <= replica < replicas:
         raise ValueError(f"replica {replica} is not in [0, {replicas})")
     path = Path(path)
@@ -268,4 +346,4 @@ def read_rows(
         if isinstance(obj, RowError):
             yield SkippedRow(index, obj.reason, obj.detail)
         else:
-            yield parse_row(index, obj, pretokenized)
+            yield parse_trace(index, obj) if traces else parse_row(index, obj, pretokenized)

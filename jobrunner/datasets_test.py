@@ -93,3 +93,23 @@ def test_parquet_is_streamed_by_batch_with_global_row_indices(tmp_path):
     assert [r.row for r in rows] == [1, 3, 5, 7, 9]
     assert rows[2].messages == [{"role": "user", "content": "q5"}] and rows[2].tools == TOOLS
     assert [r.row for r in read_rows(path, batch_rows=4)] == list(range(10))
+
+
+def test_trace_rows_of_every_shape_and_their_faults():
+    from jobrunner.datasets import Trace, parse_trace
+
+    assert parse_trace(0, {"input_ids": [5, 6, 7, 8], "prompt_len": 2}) == Trace(0, [5, 6], [7, 8])
+    assert parse_trace(1, {"input_ids": [5, 6, 7], "loss_mask": [0, 1, 1]}) == Trace(1, [5], [6, 7])
+    assert parse_trace(2, {"prompt_ids": [5], "output_ids": [9, 2], "finish_reason": "length"}) == Trace(
+        2, [5], [9, 2], finish_reason="length")
+    chat = parse_trace(3, {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    assert chat.messages[-1] == {"role": "assistant", "content": "hello"} and chat.prompt_ids is None
+    faults = {
+        "bad_response_span": {"input_ids": [5, 6, 7], "loss_mask": [0, 1, 0]},
+        "no_response": {"messages": [{"role": "user", "content": "hi"}]},
+        "bad_input_ids": {"prompt_ids": [5], "output_ids": []},
+        "unknown_shape": {"input_ids": [5, 6], "prompt_len": 1, "finish_reason": "abort"},
+    }
+    for reason, row in faults.items():
+        assert parse_trace(9, row).reason == reason, row
+    assert parse_trace(9, {"input_ids": [5, 6, 7], "prompt_len": 3}).reason == "bad_response_span"

@@ -8,26 +8,32 @@ Corpus exports (`jobrunner merge --export KIND`, into CORPUS/exports/KIND/):
 
 State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/), one file per sample in
 sample-id order, with `sample_ids.json` giving each file's sample:
-- `specforge`: `rows_{g}-{g+1000}/data_{i}.ckpt` (torch.save) with `input_ids` [L], `loss_mask` [L],
-  `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H]: the keys SpecForge's
-  offline reader requires (specforge/runtime/data_plane/offline_reader.py, seen at a6b6b02).
-- `speculators`: `hidden_states/hs_{i}.safetensors` with `token_ids` [L] and `hidden_states`
-  [L, K+1, H] (aux layers, then the pre-norm final state), beside `data.jsonl` (row i = hs_i:
-  `input_ids`, `loss_mask`, `seq_len`), the layout speculators' ArrowDataset reads
-  (speculators/train/data.py) once `data.jsonl` is saved as a datasets Arrow directory.
+- `specforge`: `rows_{g:08d}-{g+1000:08d}/data_{i:08d}.ckpt` (torch.save) with `input_ids` [L],
+  `loss_mask` [L], `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H], in bf16
+  (fp8 states dequantized): the keys SpecForge's offline reader requires. Its reader lists the files
+  sorted by path (`list_feature_files` in specforge/runtime/data_plane/offline_reader.py, specforge
+  0.2.0) and numbers them in that order, so the numbers are zero-padded: its file i is our file i.
+- `speculators`: the folder is the `datapath` of speculators' ArrowDataset (speculators/train/data.py,
+  speculators 0.9.0): a `datasets` Arrow directory (`data-00000-of-00001.arrow`, `state.json` with
+  the torch format its `torch.equal` of token ids needs, `dataset_info.json`) whose row i holds
+  `input_ids`, `loss_mask`, `seq_len` and `sample_id`, beside `hidden_states/hs_{i}.safetensors`
+  with `token_ids` [L] and `hidden_states` [L, K+1, H] (aux layers, then the pre-norm final state);
+  fp8 states stay fp8 with `hidden_states_scales` [L, K+1, 1] for its FP8Transfer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
+from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from jobrunner import corpus
 
 CORPUS_EXPORTS = ("hf-parquet", "speculators-jsonl")
-STATE_EXPORTS = ("specforge", "speculators")
+STATE_EXPORTS = tuple(EXPORT_FINAL_STATE)
 SPECFORGE_GROUP = 1000  # files per rows_* folder, as SpecForge's prepare_hidden_states groups them
 PARQUET_ROW_GROUP = 1000
 
@@ -83,6 +89,19 @@ def _parquet(corpus_dir: Path, out: Path) -> None:
                 writer.write_table(pa.Table.from_pylist(rows, schema))
 
 
+def speculators_tensors(ids, aux, final, sample: dict) -> dict:
+    """hs_i's tensors: `token_ids` and `hidden_states` [L, K+1, H] (aux layers, then the final state),
+    and for fp8 states `hidden_states_scales` [L, K+1, 1], the key speculators' FP8Transfer dequantizes
+    with (hs_connectors/fp8_utils.py SCALES_KEY, hs-connectors 0.9.0)."""
+    import torch
+
+    states = {"token_ids": ids, "hidden_states": torch.cat([aux, final.unsqueeze(1)], dim=1).contiguous()}
+    if "aux_hidden_states_scales" in sample:
+        scales = [sample["aux_hidden_states_scales"], sample["final_hidden_state_scales"].unsqueeze(1)]
+        states["hidden_states_scales"] = torch.cat(scales, dim=1).contiguous()
+    return states
+
+
 def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
     import torch
     from safetensors.torch import save_file
@@ -92,7 +111,7 @@ def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
     states_dir = Path(states_dir)
     index = json.loads((states_dir / INDEX_NAME).read_text())
     final_state = index["run"]["final_state"]
-    needed = {"specforge": "post-norm", "speculators": "pre-norm"}.get(kind)
+    needed = EXPORT_FINAL_STATE.get(kind)
     if needed is None:
         raise ValueError(f"export {kind!r}: expected one of {STATE_EXPORTS}")
     if final_state != needed:
@@ -101,26 +120,69 @@ def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
     target = states_dir / "exports" / kind
     tmp = _fresh(target)
     sample_ids = sorted(index["samples"])
-    jsonl = open(tmp / "data.jsonl", "w") if kind == "speculators" else None
-    try:
-        for i, sid in enumerate(sample_ids):
-            s = load_sample(states_dir, sid, index)
-            ids, mask = s["input_ids"].to(torch.int64), s["loss_mask"].to(torch.int64)
-            aux, final = s["aux_hidden_states"], s["final_hidden_state"]
-            if kind == "specforge":
-                group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
-                folder = tmp / f"rows_{group}-{group + SPECFORGE_GROUP}"
-                folder.mkdir(exist_ok=True)
-                torch.save({"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
-                            "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0)}, folder / f"data_{i}.ckpt")
-            else:
-                (tmp / "hidden_states").mkdir(exist_ok=True)
-                save_file({"token_ids": ids, "hidden_states": torch.cat([aux, final.unsqueeze(1)], dim=1).contiguous()},
-                          str(tmp / "hidden_states" / f"hs_{i}.safetensors"))
-                jsonl.write(json.dumps({"input_ids": ids.tolist(), "loss_mask": mask.tolist(), "seq_len": len(ids)},
-                                       separators=(",", ":")) + "\n")
-    finally:
-        if jsonl:
-            jsonl.close()
+    rows = ArrowDatasetWriter(tmp) if kind == "speculators" else None
+    for i, sid in enumerate(sample_ids):
+        # SpecForge reads bf16 states; speculators' FP8Transfer dequantizes fp8 values and scales itself.
+        s = load_sample(states_dir, sid, index, dequantize=kind == "specforge")
+        ids, mask = s["input_ids"].to(torch.int64), s["loss_mask"].to(torch.int64)
+        aux, final = s["aux_hidden_states"], s["final_hidden_state"]
+        if kind == "specforge":
+            group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
+            folder = tmp / f"rows_{group:08d}-{group + SPECFORGE_GROUP:08d}"
+            folder.mkdir(exist_ok=True)
+            torch.save({"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
+                        "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0)}, folder / f"data_{i:08d}.ckpt")
+        else:
+            (tmp / "hidden_states").mkdir(exist_ok=True)
+            save_file(speculators_tensors(ids, aux, final, s), str(tmp / "hidden_states" / f"hs_{i}.safetensors"))
+            rows.add({"sample_id": sid, "input_ids": ids.tolist(), "loss_mask": mask.tolist(), "seq_len": len(ids)})
+    if rows is not None:
+        rows.close()
     (tmp / "sample_ids.json").write_text(json.dumps(sample_ids))
     return _commit(tmp, target)
+
+
+ARROW_FILE = "data-00000-of-00001.arrow"
+ARROW_BATCH_ROWS = 1000
+
+
+class ArrowDatasetWriter:
+    """Rows written as the directory `datasets.Dataset.save_to_disk` makes and `datasets.load_from_disk`
+    reads (datasets/arrow_dataset.py): the table as one Arrow IPC stream, written a batch at a time;
+    `state.json` naming it, with the format rows are returned in (torch, as speculators' prepare_data
+    sets before it saves); `dataset_info.json` (the features are inferred from the stream's schema)."""
+
+    SCHEMA = (("sample_id", "string"), ("input_ids", "ids"), ("loss_mask", "ids"), ("seq_len", "int64"))
+
+    def __init__(self, directory: Path):
+        import pyarrow as pa
+
+        self._pa = pa
+        types = {"string": pa.string(), "ids": pa.list_(pa.int64()), "int64": pa.int64()}
+        self.schema = pa.schema([(name, types[kind]) for name, kind in self.SCHEMA])
+        self.directory = directory
+        self._sink = pa.OSFile(str(directory / ARROW_FILE), "wb")
+        self._writer = pa.ipc.new_stream(self._sink, self.schema)
+        self._rows: list[dict] = []
+        self._digest = hashlib.sha256()
+
+    def add(self, row: dict) -> None:
+        self._rows.append(row)
+        self._digest.update(row["sample_id"].encode())
+        if len(self._rows) >= ARROW_BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._rows:
+            self._writer.write_table(self._pa.Table.from_pylist(self._rows, self.schema))
+            self._rows = []
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+        self._sink.close()
+        state = {"_data_files": [{"filename": ARROW_FILE}], "_fingerprint": self._digest.hexdigest()[:16],
+                 "_format_columns": None, "_format_kwargs": {}, "_format_type": "torch",
+                 "_output_all_columns": False, "_split": None}
+        (self.directory / "state.json").write_text(json.dumps(state, indent=2))
+        (self.directory / "dataset_info.json").write_text(json.dumps({"description": "draftgen hidden-state export"}))

@@ -15,11 +15,14 @@ pre-norm` stores layer N-1's output instead (speculators' layout applies the nor
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from draftgen_contracts import provenance
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
@@ -71,10 +74,27 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
                     last_index = time.monotonic()
                     log(f"extract: {len(store.samples)} samples in {len(store.shards)} shards")
     store.flush()
-    index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items()))})
+    origin = extraction_provenance(Path(corpus_dir), model_path, final_state)
+    if origin["model_matches_generation"] is False:
+        log("extract: WARNING: the model's config files differ from those the corpus was generated with")
+    index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items())), "provenance": origin})
     log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
         f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
     return index
+
+
+def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str) -> dict:
+    """What made these states (draftgen_contracts.provenance): the model's files, the layer and
+    final-state conventions, the corpus (its manifest's hash) and what generated it."""
+    manifest_bytes = (corpus_dir / corpus.MANIFEST_NAME).read_bytes()
+    generation = json.loads(manifest_bytes).get("provenance", {})
+    model = provenance.file_hashes(model_path, provenance.MODEL_FILES)
+    generated_with = [s.get("model") for s in generation.get("sessions", []) if s.get("model")]
+    return {"draftgen_version": provenance.draftgen_version(), "model": {"path": str(model_path), "files": model},
+            "model_matches_generation": all(m == model for m in generated_with) if generated_with else None,
+            "aux_layer_convention": provenance.AUX_LAYER_CONVENTION,
+            "final_state": {final_state: provenance.FINAL_STATES[final_state]},
+            "corpus": {"manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "generation": generation}}
 
 
 def check_settings(layers: list[int], num_layers: int, final_state: str, max_len: int | None, too_long: str,

@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from draftgen_contracts import names, provenance
 from draftgen_contracts.length_stats import length_stats
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
@@ -159,6 +160,7 @@ def is_eval(sample_id: str, seed: int, eval_fraction: float) -> bool:
 class DatasetTally:
     def __init__(self) -> None:
         self.input_records = 0
+        self.from_traces = 0  # input records that were existing traces (kind traces), not generated
         self.skipped: Counter = Counter()
         self.dropped_truncated = 0
         self.duplicates = 0
@@ -181,7 +183,7 @@ class DatasetTally:
 
     def to_json(self) -> dict:
         return {
-            "input_records": self.input_records, "skipped_by_reason": dict(sorted(self.skipped.items())),
+            "input_records": self.input_records, "from_traces": self.from_traces, "skipped_by_reason": dict(sorted(self.skipped.items())),
             "dropped_truncated": self.dropped_truncated, "duplicates_removed": self.duplicates,
             "samples": self.samples, "tokens": self.tokens,
             "prompt_tokens": sum(l * c for l, c in self.prompt_lengths.items()),
@@ -217,6 +219,7 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
             dataset = rec.get("dataset") if isinstance(rec, dict) and isinstance(rec.get("dataset"), str) else path.parent.name
             tally = tallies.setdefault(dataset, DatasetTally())
             tally.input_records += 1
+            tally.from_traces += rec.get("source") == "trace"
             if problem:
                 tally.skipped[problem] += 1
                 continue
@@ -278,6 +281,10 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
     inputs = partition(files, output_root, bucket_paths, settings, tallies)
     shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies)
     manifest = manifest_of(settings, inputs, tallies, split_totals, shards)
+    manifest["provenance"] = generation_provenance(output_root)
+    if manifest["provenance"]["differs"]:
+        log(f"merge: WARNING: the generation sessions differ in {', '.join(manifest['provenance']['differs'])}: "
+            f"this corpus was not made by one target (manifest.json provenance.sessions)")
     commit(corpus_dir, manifest, work)
     log(f"merge: {manifest['samples']} samples, {manifest['tokens']} tokens "
         f"(train {split_totals['train']['samples']}, eval {split_totals['eval']['samples']}) in {len(shards)} shards")
@@ -327,6 +334,17 @@ def manifest_of(settings: MergeSettings, inputs: list[dict], tallies: dict[str, 
         "tokens": sum(t["tokens"] for t in split_totals.values()),
         "shards": shards,
     }
+
+
+def generation_provenance(output_root: Path) -> dict:
+    """Every generation session of every replica (draftgen_contracts.provenance), and what differs
+    between them."""
+    sessions = []
+    for path in sorted((output_root / names.GENERATE_DIR).glob("provenance-r*.json")):
+        if names.PROVENANCE_FILE.match(path.name):
+            sessions += json.loads(path.read_text())["sessions"]
+    sessions.sort(key=lambda s: (s["replica"], s["started_at"]))
+    return {"merged_by": provenance.draftgen_version(), "sessions": sessions, "differs": provenance.what_differs(sessions)}
 
 
 def commit(corpus_dir: Path, manifest: dict, work: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from draftgen_contracts.prompt_classes import PromptClass
-from jobrunner.datasets import Conversation, DatasetRow, Pretokenized, SkippedRow
+from jobrunner.datasets import Conversation, DatasetRow, Pretokenized, RowError, SkippedRow, Trace
 
 ContextPolicy = Literal["skip", "clamp"]
 
@@ -28,6 +28,9 @@ class Prompt:
     input_ids: list[int]
     prompt_class: str
     max_new_tokens: int
+    # An existing trace's response (kind `traces`): written as it is, never asked of the server.
+    response_ids: list[int] | None = None
+    finish_reason: str = "stop"
 
 
 def classify_prompt(prompt_tokens: int, classes: Sequence[PromptClass]) -> PromptClass:
@@ -74,15 +77,46 @@ def load_tokenizer(path: str | os.PathLike):
     return AutoTokenizer.from_pretrained(str(path))
 
 
-def render_conversation(tokenizer, conversation: Conversation, template_kwargs: Mapping[str, Any]) -> list[int]:
+def render_conversation(tokenizer, conversation: Conversation, template_kwargs: Mapping[str, Any],
+                        add_generation_prompt: bool = True) -> list[int]:
     encoded = tokenizer.apply_chat_template(
         conversation.messages,
         tools=conversation.tools,
-        add_generation_prompt=True,
+        add_generation_prompt=add_generation_prompt,
         tokenize=True,
         **template_kwargs,
     )
     return input_ids_of(encoded)
+
+
+def render_trace(tokenizer, trace: Trace, template_kwargs: Mapping[str, Any]) -> tuple[list[int], list[int]]:
+    """A message trace's (prompt ids, response ids): the prompt exactly as generation would send it,
+    and the response the whole conversation renders after the point where it and that prompt part,
+    up to its end token included.
+
+    The prompt may hold what the template adds only to a generation prompt (an empty thinking block
+    when thinking is off, as Qwen3-style templates do), which the response then follows. The turns
+    before the response must render the same in both: a template that rewrites history once a
+    response follows (dropping earlier reasoning, say) cannot give the sample generation would have.
+    """
+    before = Conversation(trace.row, trace.messages[:-1], trace.tools)
+    history = render_conversation(tokenizer, before, template_kwargs, add_generation_prompt=False)
+    prompt = render_conversation(tokenizer, before, template_kwargs)
+    full = render_conversation(tokenizer, Conversation(trace.row, trace.messages, trace.tools), template_kwargs,
+                               add_generation_prompt=False)
+    if full[:len(history)] != history:
+        raise RowError("template_not_prefix", "the template renders the earlier turns differently once the response "
+                                              "follows")
+    shared = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b), min(len(prompt), len(full)))
+    response = full[shared:]
+    # The template may put formatting after the turn's end token (a newline) that the model never
+    # generates: the response ends where generation stops, at its last end token.
+    eos = tokenizer.eos_token_id
+    if eos is not None and eos in response:
+        response = response[:len(response) - response[::-1].index(eos)]
+    if not response:
+        raise RowError("no_response", "the response rendered no tokens")
+    return prompt, response
 
 
 @dataclass
@@ -101,7 +135,13 @@ class PromptPreparer:
     def prepare(self, row: DatasetRow) -> Prompt | SkippedRow:
         if isinstance(row, SkippedRow):
             return row
-        if isinstance(row, Pretokenized):
+        response = None
+        if isinstance(row, Trace):
+            try:
+                ids, response = self._trace_ids(row)
+            except RowError as e:
+                return SkippedRow(row.row, e.reason, e.detail)
+        elif isinstance(row, Pretokenized):
             ids = row.input_ids
         else:
             if self.tokenizer is None:
@@ -116,6 +156,8 @@ class PromptPreparer:
             cls = next(c for c in self.classes if c.name == self.class_override)
         else:
             cls = classify_prompt(len(ids), self.classes)
+        if response is not None:  # a trace keeps its own response; it is never sent, so no context applies
+            return Prompt(row.row, ids, cls.name, len(response), response, row.finish_reason)
         wanted = self.max_new_tokens_override or cls.max_new_tokens
         max_new = max_new_tokens_for(len(ids), wanted, self.context_length, self.policy, self.min_room)
         if max_new is None:
@@ -125,3 +167,21 @@ class PromptPreparer:
                 f"(policy {self.policy}, wanted {wanted}, min room {self.min_room})",
             )
         return Prompt(row.row, ids, cls.name, max_new)
+
+    def _trace_ids(self, trace: Trace) -> tuple[list[int], list[int]]:
+        if trace.messages is None:
+            prompt, response = trace.prompt_ids, trace.response_ids
+        elif self.tokenizer is None:
+            raise RowError("no_tokenizer", "a message trace needs tokenizer_path")
+        else:
+            try:
+                prompt, response = render_trace(self.tokenizer, trace, self.template_kwargs)
+            except RowError:
+                raise
+            except Exception as e:
+                raise RowError("template_error", f"{type(e).__name__}: {e}"[:300]) from None
+        vocabulary = len(self.tokenizer) if self.tokenizer is not None else None
+        outside = [t for t in (*prompt, *response) if vocabulary is not None and t >= vocabulary]
+        if outside:
+            raise RowError("token_outside_vocabulary", f"id {outside[0]} (the tokenizer has {vocabulary})")
+        return prompt, response

@@ -135,6 +135,12 @@ class Demo:
             written = sum(s.stat().st_size for s in shards)
             print(f"  {len(shards)} safetensors shard(s), {written:,d} bytes "
                   f"(estimated {estimate.get('hiddenStateBytes', 0):,d}), index {index}")
+            exports = sorted(p.name for p in (data / "corpus" / "exports").iterdir()) + sorted(
+                p.name for p in (data / "hidden-states" / "exports").iterdir())
+            print(f"  exports for trainers: {', '.join(exports)} (docs/formats.md)")
+            say("jobrunner validate (ids, lengths, loss masks, finite values, every sample once)")
+            subprocess.run([sys.executable, "-m", "jobrunner.cli", "validate", "--corpus", str(data / "corpus"),
+                            "--states", str(data / "hidden-states")], check=False)
         say("length statistics (jobrunner report)")
         budgets = [f"--budget={d['name']}={d['budgetTokens']}" for d in status.get("datasets") or []]
         subprocess.run([sys.executable, "-m", "jobrunner.cli", "report", "--output-root", str(data),

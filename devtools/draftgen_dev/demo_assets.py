@@ -106,3 +106,23 @@ def model_with_template(model: Path, copy: Path, template: str | None) -> Path:
         config["chat_template"] = template
     (copy / "tokenizer_config.json").write_text(json.dumps(config))
     return copy
+
+
+def write_traces(path: Path, n: int, tokenizer_path: str | Path) -> str:
+    """n existing traces (a dataset of kind `traces`), each with its own response: message traces
+    and token-id traces (rendered with the tokenizer's template, `prompt_len` marking the response)
+    alternating."""
+    from jobrunner.datasets import Trace
+    from jobrunner.prompts import load_tokenizer, render_trace
+
+    tokenizer = load_tokenizer(tokenizer_path)
+    with open(path, "w") as f:
+        for i in range(n):
+            messages = [{"role": "user", "content": f"trace {i}: name a colour"},
+                        {"role": "assistant", "content": f"colour number {i} is blue " * (1 + i % 4)}]
+            if i % 2:
+                prompt, response = render_trace(tokenizer, Trace(i, messages=messages), {})
+                f.write(json.dumps({"input_ids": prompt + response, "prompt_len": len(prompt)}) + "\n")
+            else:
+                f.write(json.dumps({"messages": messages}) + "\n")
+    return str(path)

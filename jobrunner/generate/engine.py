@@ -10,13 +10,16 @@ import time
 import uuid
 from collections.abc import Callable
 
+import aiohttp
+
 from draftgen_contracts import budget, budget_shares, exit_codes, names
 from draftgen_contracts.progress import ProgressDocument
-from draftgen_contracts.sglang_protocol import BadRequest, InvalidResponse, RequestFailed, SGLangError
+from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator
 from jobrunner.datasets import read_rows
+from jobrunner.generate import provenance
 from jobrunner.generate.dataset_run import DatasetRun, InFlight, replica_sample_cap, sampling_params_for
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.output import PartWriter
@@ -97,10 +100,22 @@ class Engine:
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
         await self.client.wait_ready(self.config.startup_timeout_s)
+        await self._record_provenance()
         if self.context_length is None:
             self.context_length = self.config.context.length or (await self.client.model_info()).max_model_len
             if not self.context_length:
                 raise SGLangError("the server did not report max_model_len; set context.length")
+
+    async def _record_provenance(self) -> None:
+        """This session's server, model and settings, before the first request (a server that cannot
+        say its version is recorded as such: the samples must not wait for it)."""
+        try:
+            info, error = await self.client.server_info(), None
+        except (SGLangError, aiohttp.ClientError, asyncio.TimeoutError) as e:
+            info, error = {}, f"/server_info: {e}"
+            log.warning("the server did not say its version and args: %s", error)
+        entry = provenance.session(self.config, info, self.tokenizer, server_error=error)
+        provenance.record_session(self.config.output_root, self.config.replica, entry)
 
     def _open_datasets(self) -> None:
         cfg = self.config
@@ -175,7 +190,7 @@ class Engine:
             policy=self.config.context.policy, min_room=self.config.context.min_room_tokens,
             class_override=d.prompt_class, max_new_tokens_override=d.max_new_tokens,
         )
-        rows = read_rows(d.path, d.format, pretokenized=d.pretokenized,
+        rows = read_rows(d.path, d.format, pretokenized=d.pretokenized, traces=d.kind == "traces",
                          replica=self.config.replica, replicas=self.config.replicas)
         prompts = prepared_prompts(rows, preparer.prepare, run.writer.is_done, self._executor)
         try:
@@ -241,7 +256,9 @@ class Engine:
         # A row sent again after a trim gets a fresh rid: the server may still hold the old one.
         sends = run.sends[prompt.row] = run.sends.get(prompt.row, -1) + 1
         rid = make_rid(self.run_key, names.sample_id(run.name, prompt.row), sends)
-        task = asyncio.create_task(self._request(run, prompt, rid, queued_s), name=rid)
+        work = self._replay(run, prompt, rid, queued_s) if prompt.response_ids is not None else \
+            self._request(run, prompt, rid, queued_s)
+        task = asyncio.create_task(work, name=rid)
         entry = run.in_flight[prompt.row] = InFlight(task, rid, prompt, time.monotonic())
         run.changed()
         self.class_in_flight[prompt.prompt_class] += 1
@@ -257,6 +274,13 @@ class Engine:
         self.class_in_flight[entry.prompt.prompt_class] -= 1
         self._rebalance(run)
         self._notify()
+
+    async def _replay(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
+        """An existing trace (kind `traces`): its response kept as it is, the server never asked. It
+        goes through the same budget, record and resume path as a generated response."""
+        result = GenerateResult(prompt.response_ids, prompt.finish_reason, len(prompt.input_ids),
+                                len(prompt.response_ids), rid)
+        self._write(run, prompt, {}, result, queued_s, 0.0)
 
     async def _request(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
         params = sampling_params_for(run.config, prompt)
@@ -299,6 +323,7 @@ class Engine:
             "sampling_params": params,
             "rid": result.rid,
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
+            **({"source": "trace"} if prompt.response_ids is not None else {}),
         })
         run.rate.add(time.monotonic(), budget.kept_tokens(result.finish_reason, result.completion_tokens))
         run.record_response(result.completion_tokens, e2e_s)

@@ -19,7 +19,7 @@ class SampleStates:
 class Backend(Protocol):
     num_layers: int
     hidden_size: int
-    dtype: str  # "bf16" | "fp16" | "fp32": the dtype of the returned states
+    dtype: str  # the run's storage dtype; the returned states are in it, or in bf16 for fp8
 
     def extract(self, sequences: list[list[int]]) -> list[SampleStates]:
         """States of each sequence, in input order, each exactly as long as its sequence."""

@@ -8,6 +8,11 @@ A shard `shard-NNNNNN.safetensors` holds consecutive samples concatenated along 
     loss_mask           [T]        uint8
     offsets             [n + 1]    int64   sample i is rows offsets[i]:offsets[i+1]
 
+and, when the run's dtype is fp8 (float8 e4m3, jobrunner/hidden_states/fp8.py), the scales:
+
+    aux_hidden_states_scales   [T, K, 1]  float32
+    final_hidden_state_scales  [T, 1]     float32
+
 and, in its safetensors metadata, the sample ids and the run's settings. A shard is written to a
 temp file, fsynced and renamed: it exists whole or not at all, so the shards are the record of what
 is done. `index.json` (sample_id -> shard, offset, length) is derived from the shard headers: a
@@ -21,12 +26,15 @@ import os
 from pathlib import Path
 
 from draftgen_contracts import names
+from draftgen_contracts.hidden_state_layout import SCALED_DTYPES
 from jobrunner.atomic import fsync_dir, write_json_atomically
+from jobrunner.hidden_states import fp8
 
 INDEX_NAME = "index.json"
 FORMAT = "draftgen-eagle3-states"
 FORMAT_VERSION = "1"
 # Settings that must agree between a resumed run and the shards already written.
+SCALES_SUFFIX = "_scales"
 RUN_KEYS = ("aux_layers", "final_state", "dtype", "hidden_size", "max_len", "too_long")
 
 
@@ -89,8 +97,8 @@ class ShardStore:
         for _, ids, _, _ in self._buffer:
             offsets.append(offsets[-1] + len(ids))
         tensors = {
-            "aux_hidden_states": torch.cat([s.aux for *_, s in self._buffer]).contiguous(),
-            "final_hidden_state": torch.cat([s.final for *_, s in self._buffer]).contiguous(),
+            **state_tensors(torch.cat([s.aux for *_, s in self._buffer]), torch.cat([s.final for *_, s in self._buffer]),
+                            self.run.get("dtype")),
             "input_ids": torch.tensor([t for _, ids, _, _ in self._buffer for t in ids], dtype=torch.int64),
             "loss_mask": torch.tensor([m for _, _, mask, _ in self._buffer for m in mask], dtype=torch.uint8),
             "offsets": torch.tensor(offsets, dtype=torch.int64),
@@ -119,8 +127,22 @@ class ShardStore:
         return index
 
 
-def load_sample(directory: str | os.PathLike, sample_id: str, index: dict | None = None) -> dict:
-    """One sample's tensors (reads only its rows): aux_hidden_states, final_hidden_state, input_ids, loss_mask."""
+def state_tensors(aux, final, dtype: str | None) -> dict:
+    """The state tensors of a shard: as they are, or fp8 values with their scales."""
+    if dtype not in SCALED_DTYPES:
+        return {"aux_hidden_states": aux.contiguous(), "final_hidden_state": final.contiguous()}
+    tensors = {}
+    for name, states in (("aux_hidden_states", aux), ("final_hidden_state", final)):
+        values, scales = fp8.quantize(states)
+        tensors[name], tensors[name + SCALES_SUFFIX] = values.contiguous(), scales.contiguous()
+    return tensors
+
+
+def load_sample(directory: str | os.PathLike, sample_id: str, index: dict | None = None,
+                dequantize: bool = True) -> dict:
+    """One sample's tensors (reads only its rows): aux_hidden_states, final_hidden_state, input_ids,
+    loss_mask. fp8 states come back in bf16 unless `dequantize` is False; then they come as stored,
+    with their `*_scales`."""
     from safetensors import safe_open
 
     directory = Path(directory)
@@ -128,4 +150,9 @@ def load_sample(directory: str | os.PathLike, sample_id: str, index: dict | None
     where = index["samples"][sample_id]
     lo, hi = where["offset"], where["offset"] + where["length"]
     with safe_open(str(directory / where["shard"]), framework="pt") as f:
-        return {k: f.get_slice(k)[lo:hi] for k in ("aux_hidden_states", "final_hidden_state", "input_ids", "loss_mask")}
+        sample = {k: f.get_slice(k)[lo:hi] for k in f.keys() if k != "offsets"}
+    if dequantize:
+        for name in ("aux_hidden_states", "final_hidden_state"):
+            if name + SCALES_SUFFIX in sample:
+                sample[name] = fp8.dequantize(sample[name], sample.pop(name + SCALES_SUFFIX))
+    return sample

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from jobrunner.hidden_states.backend import FINAL_STATES, SampleStates
 
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+# The model runs in the storage dtype; fp8 states are computed in bf16 and quantized as they are stored.
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 
 
 class TransformersBackend:

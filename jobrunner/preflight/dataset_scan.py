@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from draftgen_contracts.length_stats import LengthStats, length_stats
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
-from jobrunner.datasets import Conversation, SkippedRow, read_rows
+from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, Trace, read_rows
 from jobrunner.prompts import Prompt, PromptPreparer
 
 from .problem import PreflightProblem
@@ -46,19 +46,29 @@ class DatasetFindings:
         return {**asdict(self), "budget_reachable": self.budget_reachable}
 
 
+def ids_field(row, pretokenized: bool) -> str:
+    """The field of a row its token ids come from."""
+    if pretokenized or isinstance(row, Pretokenized) or (isinstance(row, Trace) and row.messages is None):
+        return "input_ids"
+    return "messages (as the chat template renders them)"
+
+
 def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: int, vocab_size: int, *,
-                 fmt: str = "auto", pretokenized: bool = False,
+                 fmt: str = "auto", pretokenized: bool = False, traces: bool = False, end_ids: frozenset = frozenset(),
                  wanted_max_new: dict[str, int] | None = None) -> DatasetFindings:
     """Scan every row; a PreflightProblem when the template fails on a whole shape of row (its first
-    row of that shape), a prompt holds a token the model does not have, or no row is usable."""
+    row of that shape), a prompt holds a token the model does not have, or no row is usable. A
+    traces dataset's responses count as they are, and must end with this model's end tokens
+    (`end_ids`) where they ended by stop: traces of another tokenizer fail here."""
     found = DatasetFindings(name=name, path=path, budget_tokens=budget_tokens)
     skipped: Counter = Counter()
     lengths: dict[str, Counter] = {}
     expected = 0.0
     first_of_shape: dict[str, int] = {}
-    for row in read_rows(path, fmt, pretokenized=pretokenized):
+    stopped = ended = 0
+    for row in read_rows(path, fmt, pretokenized=pretokenized, traces=traces):
         found.rows += 1
-        shape = shape_of(row) if isinstance(row, Conversation) else None
+        shape = shape_of(row) if isinstance(row, Conversation) or (isinstance(row, Trace) and row.messages) else None
         if shape is not None and shape not in first_of_shape:
             first_of_shape[shape] = row.row
         prepared = preparer.prepare(row)
@@ -66,13 +76,19 @@ def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: 
             if prepared.reason == "template_error" and first_of_shape.get(shape) == row.row:
                 raise PreflightProblem(f"{path}: row {row.row}: messages",
                                        f"the chat template fails on a conversation with {shape}: {prepared.detail}")
+            if prepared.reason == "token_outside_vocabulary":  # the tokens are not this model's: not one odd row
+                raise PreflightProblem(f"{path}: row {row.row}: {ids_field(row, pretokenized)}",
+                                       f"token {prepared.detail}: were these traces made with another tokenizer?")
             skipped[prepared.reason] += 1
             continue
         assert isinstance(prepared, Prompt)
-        if max(prepared.input_ids) >= vocab_size:
-            field_ = "input_ids" if pretokenized else "messages (as the chat template renders them)"
-            raise PreflightProblem(f"{path}: row {row.row}: {field_}",
-                                   f"token id {max(prepared.input_ids)} is outside the model's vocabulary of {vocab_size}")
+        ids = [*prepared.input_ids, *(prepared.response_ids or [])]
+        if max(ids) >= vocab_size:
+            raise PreflightProblem(f"{path}: row {row.row}: {ids_field(row, pretokenized)}",
+                                   f"token id {max(ids)} is outside the model's vocabulary of {vocab_size}")
+        if prepared.response_ids is not None and prepared.finish_reason == "stop":
+            stopped += 1
+            ended += prepared.response_ids[-1] in end_ids
         found.usable_rows += 1
         found.prompt_tokens += len(prepared.input_ids)
         if shape is not None:
@@ -80,11 +96,15 @@ def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: 
         lengths.setdefault(prepared.prompt_class, Counter())[len(prepared.input_ids)] += 1
         if wanted_max_new and prepared.max_new_tokens < wanted_max_new.get(prepared.prompt_class, 0):
             found.clamped_rows += 1
-        expected += PRIOR_RESPONSE_FRACTION * prepared.max_new_tokens
+        expected += (len(prepared.response_ids) if prepared.response_ids is not None
+                     else PRIOR_RESPONSE_FRACTION * prepared.max_new_tokens)
     found.skipped_by_reason = dict(sorted(skipped.items()))
     found.expected_response_tokens = int(expected)
     found.classes = {cls: length_stats(counts) for cls, counts in sorted(lengths.items())}
     if not found.usable_rows:
         reasons = ", ".join(f"{r} {n}" for r, n in found.skipped_by_reason.items()) or "the file has no rows"
         raise PreflightProblem(path, f"no usable row in {found.rows} ({reasons})")
+    if stopped and not ended and end_ids:
+        raise PreflightProblem(path, f"none of its {stopped} traces ended by stop ends with one of this model's end "
+                                     f"tokens {sorted(end_ids)}: were they made with another tokenizer?")
     return found

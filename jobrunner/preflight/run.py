@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from jobrunner.atomic import write_bytes_atomically
 from jobrunner.config import GenerateConfig, missing_inputs
@@ -77,7 +78,22 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
                                   config.context.min_room_tokens, d.prompt_class, d.max_new_tokens)
         findings.datasets.append(scan_dataset(
             d.name, d.path, preparer, d.budget_tokens, model.vocab_size, fmt=d.format, pretokenized=d.pretokenized,
+            traces=d.kind == "traces", end_ids=end_token_ids(tokenizer, model_dir),
             wanted_max_new={c: d.max_new_tokens or w for c, w in wanted.items()}))
+
+
+def end_token_ids(tokenizer, model_dir: str) -> frozenset:
+    """The ids a response of this model ends with: the tokenizer's eos and generation_config.json's
+    eos_token_id (an int or a list: chat models end turns with their own token)."""
+    ids = set()
+    if tokenizer is not None and tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    try:
+        eos = json.loads((Path(model_dir) / "generation_config.json").read_text()).get("eos_token_id")
+    except (OSError, ValueError):
+        eos = None
+    ids.update(int(t) for t in (eos if isinstance(eos, list) else [eos]) if isinstance(t, int))
+    return frozenset(ids)
 
 
 def write_findings(findings: Findings, path: str) -> None:

@@ -127,6 +127,20 @@ class SGLangClient:
             raise SGLangError(f"/v1/models answered {status}: {parse_error_message(body)}")
         return parse_models_response(decode_json(body))
 
+    async def server_info(self) -> dict:
+        """The server's version and args: GET /server_info (SGLang's `get_server_info` handler answers it
+        and, on servers before its rename, /get_server_info: sgl-project/sglang
+        python/sglang/srt/entrypoints/http_server.py)."""
+        for path in ("/server_info", "/get_server_info"):
+            status, body = await self._request("GET", path, self._probe_timeout)
+            if status == 200:
+                info = decode_json(body)
+                if isinstance(info, dict):
+                    return info
+            elif status != 404:
+                break
+        raise SGLangError(f"{path} answered {status}: {parse_error_message(body)}")
+
     # ---- generate ----------------------------------------------------------------------------
 
     async def generate(

@@ -52,7 +52,7 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
     for i, sid in enumerate(ids):
         s = load_sample(out, sid, index)
         if kind == "specforge":
-            d = torch.load(exp / "rows_0-1000" / f"data_{i}.ckpt")
+            d = torch.load(exp / "rows_00000000-00001000" / f"data_{i:08d}.ckpt")
             assert torch.equal(d["input_ids"], s["input_ids"]) and d["loss_mask"].tolist() == s["loss_mask"].tolist()
             assert torch.equal(d["hidden_state"][0], s["final_hidden_state"])
             assert torch.equal(d["aux_hidden_state"][0].reshape(-1, 3, 64), s["aux_hidden_states"])
@@ -64,5 +64,29 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
             assert torch.equal(d["hidden_states"][:, :3], s["aux_hidden_states"])
             assert torch.equal(d["hidden_states"][:, 3], s["final_hidden_state"])
     if kind == "speculators":
-        rows = [json.loads(line) for line in open(exp / "data.jsonl")]
+        import pyarrow as pa
+
+        rows = pa.ipc.open_stream(pa.memory_map(str(exp / "data-00000-of-00001.arrow"))).read_all().to_pylist()
+        assert [r["sample_id"] for r in rows] == ids
         assert [r["seq_len"] for r in rows] == [index["samples"][sid]["length"] for sid in ids]
+
+
+def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
+    for final_state, kind in (("pre-norm", "speculators"), ("post-norm", "specforge")):
+        out = tmp_path / kind
+        index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state=final_state,
+                        log=lambda *_: None)
+        exp = exports.export_states(out, kind)
+        sid = sorted(index["samples"])[0]
+        s = load_sample(out, sid, index)
+        if kind == "speculators":
+            d = load_file(exp / "hidden_states" / "hs_0.safetensors")
+            assert d["hidden_states"].dtype == torch.float8_e4m3fn and d["hidden_states_scales"].shape[1:] == (4, 1)
+            restored = d["hidden_states"].float() * d["hidden_states_scales"]
+            assert torch.equal(restored[:, :3].bfloat16(), s["aux_hidden_states"])
+        else:
+            d = torch.load(exp / "rows_00000000-00001000" / "data_00000000.ckpt")
+            assert d["hidden_state"].dtype == torch.bfloat16 and torch.equal(d["hidden_state"][0], s["final_hidden_state"])

@@ -191,8 +191,30 @@ def test_bad_layers_and_changed_settings_are_clear_errors(corpus_dir, model_dir,
     assert "final_state" in capsys.readouterr().err
 
 
-def test_sigkill_then_resume_gives_the_same_tensors(corpus_dir, model_dir, tmp_path):
-    common = ["--corpus", str(corpus_dir), "--model", model_dir, "--dtype", "fp32", "--max-batch-size", "2",
+def test_fp8_states_are_e4m3_with_a_scale_per_token_and_state_and_half_the_bytes(corpus_dir, model_dir, tmp_path):
+    from safetensors import safe_open
+
+    bf16 = extract(corpus_dir, tmp_path / "bf16", model_dir, splits=["train"], dtype="bf16", **QUIET)
+    fp8 = extract(corpus_dir, tmp_path / "fp8", model_dir, splits=["train"], dtype="fp8", **QUIET)
+    tokens = fp8["tokens"]
+    assert bytes_per_token(64, 3, "fp8") == 4 * 64 + 4 * 4 + 9
+    assert tokens * bytes_per_token(64, 3, "fp8") <= fp8["bytes"] < tokens * bytes_per_token(64, 3, "fp8") * 1.05
+    with safe_open(str(tmp_path / "fp8" / fp8["shards"][0]["name"]), "pt") as f:
+        assert f.get_slice("aux_hidden_states").get_dtype() == "F8_E4M3"
+        assert f.get_slice("aux_hidden_states_scales").get_shape()[1:] == [3, 1]
+        assert f.get_slice("final_hidden_state_scales").get_dtype() == "F32"
+    for sid in bf16["samples"]:
+        want, got = load_sample(tmp_path / "bf16", sid, bf16), load_sample(tmp_path / "fp8", sid, fp8)
+        assert got["aux_hidden_states"].dtype == torch.bfloat16 and torch.equal(got["input_ids"], want["input_ids"])
+        for name in ("aux_hidden_states", "final_hidden_state"):
+            w, g = want[name].float(), got[name].float()
+            # e4m3 keeps 3 mantissa bits: within half a step (1/16) of each value's own scale.
+            assert ((g - w).norm(dim=-1) / w.norm(dim=-1)).max() < 0.07, (sid, name)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp8"])
+def test_sigkill_then_resume_gives_the_same_tensors(corpus_dir, model_dir, tmp_path, dtype):
+    common = ["--corpus", str(corpus_dir), "--model", model_dir, "--dtype", dtype, "--max-batch-size", "2",
               "--max-batch-tokens", "128", "--shard-mb", "0.02"]
     clean = tmp_path / "clean"
     assert cli_main(["extract", *common, "--out", str(clean)]) == 0
@@ -216,7 +238,8 @@ def test_sigkill_then_resume_gives_the_same_tensors(corpus_dir, model_dir, tmp_p
     b = json.loads((killed / INDEX_NAME).read_text())
     assert set(a["samples"]) == set(b["samples"]) and b["complete"]
     for sid in a["samples"]:
-        x, y = load_sample(clean, sid, a), load_sample(killed, sid, b)
+        x, y = load_sample(clean, sid, a, dequantize=False), load_sample(killed, sid, b, dequantize=False)
+        assert set(x) == set(y)
         for k in x:
             assert torch.equal(x[k], y[k]), (sid, k)
     assert not list(killed.glob("*.tmp"))

@@ -172,3 +172,25 @@ def test_the_output_of_a_run_with_more_replicas_is_refused_untouched(tmp_path, d
     assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 2
     assert "holds the output of replicas [1]" in capsys.readouterr().err
     assert [p.name for p in (data_dir / "quickstart").rglob("*") if p.is_file()] == [part.name]
+
+
+def test_existing_traces_join_the_corpus_as_they_are_and_are_counted_under_their_name(tmp_path, data_dir, model_dir):
+    from draftgen_dev.demo_assets import write_traces
+
+    write_traces(data_dir / "prompts" / "traces.jsonl", 40, model_dir / "tiny")
+    obj = quickstart(budget_tokens=600, extraction=False)
+    obj["spec"]["datasets"].append({"name": "kimi-traces", "path": "prompts/traces.jsonl", "kind": "traces",
+                                    "budgetTokens": 400})
+    assert draftgen_run(write_spec(tmp_path / "traces.yaml", obj), "--data-dir", data_dir, "--model-dir",
+                        model_dir) == 0
+    root = data_dir / "quickstart"
+    status = json.loads((root / "local-run" / "state.json").read_text())["status"]
+    traces = next(d for d in status["datasets"] if d["name"] == "kimi-traces")
+    assert traces["state"] == "BudgetMet" and traces["tokens"] >= 400
+    written = [r for p in record_files(root, "kimi-traces") for r in iter_records(p)]
+    assert all(r["source"] == "trace" for r in written) and sum(r["completion_tokens"] for r in written) == traces["tokens"]
+    manifest = json.loads((root / "corpus" / "manifest.json").read_text())
+    assert manifest["datasets"]["kimi-traces"]["from_traces"] == len(written)
+    assert manifest["datasets"]["chat"]["from_traces"] == 0
+    preflight = next(d for d in status["preflight"]["datasets"] if d["name"] == "kimi-traces")
+    assert preflight["usableRows"] == 40, preflight

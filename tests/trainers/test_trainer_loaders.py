@@ -1,0 +1,152 @@
+"""draftgen's exports read by the trainers' own loaders: the published `datasets`, specforge 0.2.0 and
+speculators 0.9.0 (tests/trainers/trainer_packages.py installs the last two for the tests alone).
+
+The corpus and states are the quickstart's, made by `draftgen run` with its exports: the Parquet and
+speculators JSONL corpus exports, SpecForge's states (post-norm, bf16), and speculators' states
+(pre-norm) extracted from the same corpus in bf16 and in fp8. Each loader must give back exactly
+the ids and masks of the corpus and the tensors of draftgen's own shards.
+
+What is called, and why that is what the trainers run:
+- `datasets.load_dataset("parquet", data_files=...)`, iterated: what a trainer's data loader does.
+- speculators' `_preprocess_batch` (speculators/data_generation/preprocessing.py), mapped over the
+  JSONL export as its `prepare_data` maps it: pre-tokenized rows must pass through unchanged.
+- SpecForge's `OfflineManifestReader` (the reader of offline EAGLE-3 features), `load_feature_file`
+  (how its feature store opens each referenced file) and `normalize_offline_sample` (the EAGLE-3
+  strategy's per-sample normalization its FeatureDataLoader applies).
+- speculators' `ArrowDataset` with its `FileTransfer` (bf16) or `FP8Transfer` (fp8), and `CollateFn`:
+  the training dataset and collator of its EAGLE-3 trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from draftgen import cli
+from draftgen_dev.demo_assets import build_model, write_datasets
+from jobrunner import corpus
+from jobrunner.hidden_states.store import INDEX_NAME, load_sample
+from tests.local_run.conftest import quickstart, write_spec
+
+from .trainer_packages import use_trainer_packages
+
+MAX_LEN = 4096
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> dict[str, Path]:
+    use_trainer_packages()
+    base = tmp_path_factory.mktemp("quickstart")
+    build_model(base / "models" / "tiny")
+    data = base / "data"
+    write_datasets(data / "prompts", rows_per_dataset=60)
+    obj = quickstart(budget_tokens=2500)  # its exports: hf-parquet, speculators-jsonl, specforge
+    path = write_spec(base / "quickstart.yaml", obj)
+    assert cli.main(["run", str(path), "--data-dir", str(data), "--model-dir", str(base / "models")]) == 0
+    root = data / "quickstart"
+    paths = {"corpus": root / "corpus", "specforge": root / "hidden-states"}
+    for dtype in ("bf16", "fp8"):  # speculators trains on the pre-norm final state
+        out = base / f"speculators-{dtype}"
+        subprocess.run([sys.executable, "-m", "jobrunner.cli", "extract", "--corpus", str(root / "corpus"),
+                        "--model", str(base / "models" / "tiny"), "--out", str(out), "--final-state", "pre-norm",
+                        "--dtype", dtype, "--export", "speculators"], check=True, capture_output=True)
+        paths[f"speculators-{dtype}"] = out
+    return paths
+
+
+def corpus_rows(corpus_dir: Path, split: str | None = None) -> list[dict]:
+    return list(corpus.iter_corpus(corpus_dir, split))
+
+
+def states(states_dir: Path) -> tuple[dict, list[str]]:
+    """The shards' index, and the sample ids in export order (sample_ids.json)."""
+    index = json.loads((states_dir / INDEX_NAME).read_text())
+    kind = "specforge" if index["run"]["final_state"] == "post-norm" else "speculators"
+    return index, json.loads((states_dir / "exports" / kind / "sample_ids.json").read_text())
+
+
+def test_datasets_loads_the_parquet_export_row_for_row(run):
+    from datasets import load_dataset
+
+    exports = run["corpus"] / "exports" / "hf-parquet"
+    splits = [s for s, totals in corpus.read_manifest(run["corpus"])["splits"].items() if totals["samples"]]
+    loaded = load_dataset("parquet", data_files={s: str(exports / f"{s}-*.parquet") for s in splits})
+    assert set(splits) == set(corpus.SPLITS), "the quickstart corpus has an eval split"
+    for split in splits:
+        assert list(loaded[split]) == corpus_rows(run["corpus"], split), split
+
+
+def test_speculators_passes_the_jsonl_export_through_unchanged(run):
+    from datasets import load_dataset
+    from speculators.data_generation.preprocessing import _preprocess_batch
+
+    rows = load_dataset("json", data_files=str(run["corpus"] / "exports" / "speculators-jsonl" / "train.jsonl"),
+                        split="train")
+    prepared = rows.map(lambda batch: _preprocess_batch(batch, False, None, MAX_LEN), batched=True,
+                        remove_columns=rows.column_names)
+    want = corpus_rows(run["corpus"], "train")
+    assert [(r["input_ids"], r["loss_mask"]) for r in prepared] == [(r["input_ids"], r["loss_mask"]) for r in want]
+    assert [r["seq_len"] for r in prepared] == [len(r["input_ids"]) for r in want]
+
+
+def test_specforge_reads_every_sample_in_draftgens_order_with_its_tensors(run):
+    from specforge.algorithms.eagle3.data import normalize_offline_sample
+    from specforge.runtime.data_plane.feature_store import load_feature_file
+    from specforge.runtime.data_plane.offline_reader import OfflineManifestReader
+
+    index, sample_ids = states(run["specforge"])
+    refs = OfflineManifestReader(str(run["specforge"] / "exports" / "specforge"), max_len=MAX_LEN).read()
+    assert len(refs) == len(sample_ids) == len(index["samples"]) > 10  # past data_9: the order is numeric
+    for ref in refs:
+        sid = sample_ids[ref.metadata["file_index"]]
+        ours = load_sample(run["specforge"], sid, index)
+        raw = load_feature_file(ref.feature_store_uri.removeprefix("file://"))
+        batch = normalize_offline_sample(raw, max_len=MAX_LEN)
+        assert torch.equal(batch["input_ids"][0], ours["input_ids"]), sid
+        # SpecForge's normalization zeroes the last position (nothing follows it to predict).
+        assert torch.equal(raw["loss_mask"], ours["loss_mask"].to(torch.int64)), sid
+        assert batch["loss_mask"][0, :-1].tolist() == ours["loss_mask"][:-1].tolist()
+        assert torch.equal(batch["target"][0], ours["final_hidden_state"])
+        assert torch.equal(batch["hidden_state"][0], ours["aux_hidden_states"].flatten(1))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+def test_speculators_arrow_dataset_reads_every_sample_with_its_tensors(run, dtype):
+    from hs_connectors.transfer import FileTransfer, FP8Transfer
+    from speculators.train.data import ArrowDataset, CollateFn
+
+    states_dir = run[f"speculators-{dtype}"]
+    index, sample_ids = states(states_dir)
+    export = states_dir / "exports" / "speculators"
+    transfer = (FP8Transfer if dtype == "fp8" else FileTransfer)(export / "hidden_states")
+    dataset = ArrowDataset(MAX_LEN, export, transfer=transfer, on_missing="raise")
+    assert len(dataset) == len(sample_ids) == len(index["samples"])
+    bf16_index, _ = states(run["speculators-bf16"])
+    for i, sid in enumerate(sample_ids):
+        item = dataset[i]  # a SampleUnavailable when the token ids disagree with the dataset's
+        ours = load_sample(states_dir, sid, index)
+        assert torch.equal(item["input_ids"], ours["input_ids"]) and torch.equal(
+            item["loss_mask"], ours["loss_mask"].to(torch.int64)), sid
+        aux, final = ours["aux_hidden_states"].flatten(1), ours["final_hidden_state"]
+        if dtype == "bf16":
+            assert torch.equal(item["hidden_states"], aux) and torch.equal(item["verifier_last_hidden_states"], final)
+        else:  # dequantized by speculators, in bf16 arithmetic, against draftgen's float32 one
+            torch.testing.assert_close(item["hidden_states"], aux, rtol=1.6e-2, atol=1e-3)
+            want = load_sample(run["speculators-bf16"], sid, bf16_index)["final_hidden_state"].float()
+            error = (item["verifier_last_hidden_states"].float() - want).norm(dim=-1) / want.norm(dim=-1)
+            assert error.max() < 0.07, (sid, float(error.max()))
+    batch = CollateFn(MAX_LEN, hidden_size=64)([dataset[0], dataset[1]])
+    assert batch["hidden_states"].shape == (1, MAX_LEN, 3 * 64)
+    assert int(batch["document_ids"].max()) == 1
+
+
+def test_jobrunner_validate_passes_every_state_folder(run):
+    for states_dir in (run["specforge"], run["speculators-bf16"], run["speculators-fp8"]):
+        done = subprocess.run([sys.executable, "-m", "jobrunner.cli", "validate", "--corpus", str(run["corpus"]),
+                               "--states", str(states_dir)], capture_output=True, text=True)
+        assert done.returncode == 0 and "no problem found" in done.stdout, done.stdout + done.stderr
