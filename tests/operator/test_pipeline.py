@@ -10,6 +10,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import free_port
+from jobrunner.simulate.config import SIM_VERSION
 from tests.argocd.health import argocd_health
 from tests.conftest import REPO, wait_for
 from tests.scenarios import check_records_match_status
@@ -90,6 +91,13 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     # The estimate, refreshed from the measured lengths, against what extraction wrote.
     index = json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
     assert abs(status["estimate"]["hiddenStateBytes"] / index["bytes"] - 1) <= 0.10, (status["estimate"], index["bytes"])
+    # What made them, from the generation pods' sessions (each asked its sidecar's /server_info).
+    sessions = manifest["provenance"]["sessions"]
+    assert sorted(s["replica"] for s in sessions) == [0, 1] and manifest["provenance"]["differs"] == []
+    assert all(s["server_version"] == SIM_VERSION and s["model"]["config.json"] for s in sessions)
+    assert index["provenance"]["model_matches_generation"] is True
+    assert {p.name for p in (r.data / "qs" / "corpus" / "exports").iterdir()} == {"hf-parquet", "speculators-jsonl"}
+    assert (r.data / "qs" / "hidden-states" / "exports" / "specforge" / "sample_ids.json").exists()
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "True" and conditions["Succeeded"]["status"] == "True"
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]
