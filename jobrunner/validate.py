@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,33 +102,40 @@ def once_problems(shard_samples: dict[str, list[str]], index: dict, corpus_ids: 
 
 
 def validate(corpus_dir: Path, states_dir: Path | None) -> list[Check]:
+    """Every check, reading the corpus and the states once each, a sample at a time (a corpus of
+    100M+ tokens never sits in memory)."""
     shards, samples = Check("corpus: shards match the manifest"), Check("corpus: loss mask on the generated tokens")
     manifest = corpus.read_manifest(corpus_dir)
-    records: dict[str, dict] = {}
+    seen: set[str] = set()
     for shard in manifest["shards"]:
         path = corpus_dir / shard["name"]
         if not path.exists():
             shards.count(f"{shard['name']}: missing")
             continue
-        data = path.read_bytes()
-        lines = data.splitlines()
-        shards.count(f"{shard['name']}: sha256 differs from the manifest's" if hashlib.sha256(data).hexdigest()
-                     != shard["sha256"] else f"{shard['name']}: {len(lines)} records, the manifest says "
-                     f"{shard['records']}" if len(lines) != shard["records"] else None)
-        for line in lines:
-            record = json.loads(line)
-            problem = mask_problem(record)
-            if record["sample_id"] in records:
-                problem = "sample id twice in the corpus"
+        digest, lines = hashlib.sha256(), 0
+        for record in corpus_records(path, digest):
+            lines += 1
+            problem = "sample id twice in the corpus" if record["sample_id"] in seen else mask_problem(record)
             samples.count(f"{record['sample_id']}: {problem}" if problem else None)
-            records[record["sample_id"]] = record
+            seen.add(record["sample_id"])
+        shards.count(f"{shard['name']}: sha256 differs from the manifest's" if digest.hexdigest() != shard["sha256"]
+                     else f"{shard['name']}: {lines} records, the manifest says {shard['records']}"
+                     if lines != shard["records"] else None)
     checks = [shards, samples]
     if states_dir is not None:
-        checks += validate_states(states_dir, records)
+        checks += validate_states(states_dir, corpus_dir, manifest, seen)
     return checks
 
 
-def validate_states(states_dir: Path, records: dict[str, dict]) -> list[Check]:
+def corpus_records(path: Path, digest) -> Iterator[dict]:
+    """A corpus shard's records, one line at a time, hashing the bytes as they are read."""
+    with open(path, "rb") as f:
+        for line in f:
+            digest.update(line)
+            yield json.loads(line)
+
+
+def validate_states(states_dir: Path, corpus_dir: Path, manifest: dict, corpus_ids: set[str]) -> list[Check]:
     from jobrunner.hidden_states.store import INDEX_NAME, load_sample, read_shard_header
 
     once, match, finite = (Check("states: every sample once"), Check("states: ids and lengths match the corpus"),
@@ -135,15 +143,17 @@ def validate_states(states_dir: Path, records: dict[str, dict]) -> list[Check]:
     index = json.loads((states_dir / INDEX_NAME).read_text())
     headers = {p.name: read_shard_header(p) for p in sorted(states_dir.iterdir())
                if names.parse_states_shard_name(p.name) is not None}
-    problems = once_problems({name: h["sample_ids"] for name, h in headers.items()}, index, set(records))
-    once.checked = len(index["samples"])
-    once.problems = problems
-    for sid in sorted(index["samples"]):
-        if sid not in records or index["samples"][sid]["shard"] not in headers:
-            continue  # said above
-        stored = load_sample(states_dir, sid, index)
-        match.count(f"{sid}: {p}" if (p := stored_problem(records[sid], stored, index["run"])) else None)
-        finite.count(f"{sid}: {p}" if (p := finite_problem(stored)) else None)
+    once.checked, once.problems = len(index["samples"]), once_problems(
+        {name: h["sample_ids"] for name, h in headers.items()}, index, corpus_ids)
+    for shard in manifest["shards"]:
+        path = corpus_dir / shard["name"]
+        for record in (corpus_records(path, hashlib.sha256()) if path.exists() else ()):
+            where = index["samples"].get(record["sample_id"])
+            if where is None or where["shard"] not in headers:
+                continue  # skipped, or said above
+            sid, stored = record["sample_id"], load_sample(states_dir, record["sample_id"], index)
+            match.count(f"{sid}: {p}" if (p := stored_problem(record, stored, index["run"])) else None)
+            finite.count(f"{sid}: {p}" if (p := finite_problem(stored)) else None)
     return [once, match, finite]
 
 
