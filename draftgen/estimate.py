@@ -9,11 +9,10 @@ and once the replicas report a rate it replaces the expected one.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from draftgen_contracts.hidden_state_layout import bytes_per_token, human_bytes
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
 from draftgen_contracts.states import DATASET_DONE, DatasetState
+from draftgen_contracts.timestamps import iso_after
 
 from .api import Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, Preflight, PreflightDataset
 
@@ -72,8 +71,10 @@ def stored_tokens_per_sample(prompt: float, response: float, max_length: int, to
 
 def run_rate(spec: DatasetGenerationSpec, datasets: list[DatasetStatus], previous: Estimate | None) -> tuple[float, str]:
     """Output tokens/s of all replicas: what the generating datasets measure now, else the last
-    measurement, else the expected rate of the spec."""
-    measured = sum(d.tokens_per_second for d in datasets if d.state == DatasetState.GENERATING)
+    measurement, else the expected rate of the spec. Existing traces are written, not generated: their
+    rate says nothing of the servers'."""
+    traces = {d.name for d in spec.datasets if d.kind == "traces"}
+    measured = sum(d.tokens_per_second for d in datasets if d.state == DatasetState.GENERATING and d.name not in traces)
     if measured > 0:
         return measured, "measured"
     if previous is not None and previous.rate_basis == "measured" and previous.tokens_per_second > 0:
@@ -104,9 +105,7 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     left = sum(max(0, e.response_tokens - (status[e.name].tokens if e.name in status else 0)) for _, e in generated)
     to_generate = sum(e.response_tokens for _, e in generated)
     hours = left / rate / 3600
-    ends = None
-    if basis == "measured" and left:
-        ends = (dt.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ends = iso_after(now, hours * 3600) if basis == "measured" and left else None
     gpus = spec.server.replicas * spec.server.gpus_per_replica
     return Estimate(
         response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),

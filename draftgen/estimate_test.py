@@ -148,3 +148,14 @@ def test_a_finished_dataset_is_sized_by_its_own_responses_however_few():
     [a] = e.datasets
     assert a.length_basis == "measured" and a.samples == 10 and e.corpus_tokens == 10 * 200 + 1200
     assert e.hidden_state_bytes == 10 * 320 * bytes_per_token(64, 3, "bf16")
+
+
+def test_existing_traces_count_in_the_corpus_but_not_in_the_rate_or_the_gpu_hours():
+    spec = (SpecBuilder().server(expectedTokensPerSecond=1000).dataset("a", budget=100_000)
+            .dataset("t", budget=50_000, kind="traces").spec())
+    both = Preflight(datasets=[*found().datasets, *found(name="t").datasets])
+    e = estimate(spec, both, [status(10_000, 100, tps=500.0), status(20_000, 200, tps=90_000.0, name="t")],
+                 None, NOW)
+    assert e.response_tokens == 150_000 and e.generated_tokens == 100_000
+    # 90,000 tokens left of "a" at its own 500 tokens/s: the traces' write rate is no server's.
+    assert e.tokens_per_second == 500 and e.generation_ends == "2026-12-01T00:03:00Z"

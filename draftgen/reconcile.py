@@ -15,7 +15,7 @@ from .conditions import condition, set_condition
 from .estimate import budgets_out_of_reach, estimate
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, World
-from .policies.capacity_policy import Capacity, ReplicaWait, capacity_of, queued_message
+from .policies.capacity_policy import Capacity, capacity_of, queued_message, refused_for_good
 from .policies.failure_policy import failure_of
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
 from .policies.stage_policy import next_stage
@@ -115,8 +115,7 @@ def pods_refused_for_good(capacity: Capacity | None) -> tuple[str, str] | None:
 def preflight_refused_for_good(name: str, stage: str, world: World) -> tuple[str, str] | None:
     """The preflight Job's pods refused by a policy that will refuse them again (Pod Security)."""
     said = world.refused_pods.get(names.preflight_job_name(name)) if stage == "Preflight" else None
-    wait = ReplicaWait(0, "PodsRefused", said) if said else None
-    return ("PodsRefused", f"preflight: {said}") if wait and wait.permanent else None
+    return ("PodsRefused", f"preflight: {said}") if said and refused_for_good(said) else None
 
 
 def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[tuple[str, str, str]]:

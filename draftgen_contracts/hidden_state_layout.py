@@ -10,6 +10,9 @@ from __future__ import annotations
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 SCALED_DTYPES = {"fp8"}  # stored with one float32 scale per token and state
 SCALE_BYTES = 4
+# The final states extraction can store, and what each is.
+FINAL_STATES = {"post-norm": "the final norm's output, the lm_head's input (SpecForge's target)",
+                "pre-norm": "the last decoder layer's output, before the final norm (speculators' target)"}
 # The final state each trainer's state export trains on (docs/formats.md#state-exports).
 EXPORT_FINAL_STATE = {"specforge": "post-norm", "speculators": "pre-norm"}
 ID_BYTES = 8

@@ -18,8 +18,6 @@ from pathlib import Path
 # transformers' output_hidden_states has the embeddings at index 0, so the output of decoder layer i
 # (what draftgen's aux layer i is) is hidden state index i+1.
 AUX_LAYER_CONVENTION = "aux layer i is the output of decoder layer i (0-based): output_hidden_states index i+1"
-FINAL_STATES = {"post-norm": "the final norm's output, the lm_head's input (SpecForge's target)",
-                "pre-norm": "the last decoder layer's output, before the final norm (speculators' target)"}
 # The small files that define a checkpoint's behaviour beside its weights (weights are hashed by nobody:
 # ~1 TB; their index file names every shard with its size).
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json")

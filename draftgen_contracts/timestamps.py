@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
 
 def utc_now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.timezone.utc).strftime(FORMAT)
+
+
+def iso_after(timestamp: str, seconds: float) -> str:
+    """The timestamp `seconds` after `timestamp`, in the same format."""
+    return (dt.datetime.strptime(timestamp, FORMAT) + dt.timedelta(seconds=seconds)).strftime(FORMAT)

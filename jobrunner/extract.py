@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from draftgen_contracts import provenance
+from draftgen_contracts import hidden_state_layout, provenance
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
@@ -93,7 +93,7 @@ def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str) -
     return {"draftgen_version": provenance.draftgen_version(), "model": {"path": str(model_path), "files": model},
             "model_matches_generation": all(m == model for m in generated_with) if generated_with else None,
             "aux_layer_convention": provenance.AUX_LAYER_CONVENTION,
-            "final_state": {final_state: provenance.FINAL_STATES[final_state]},
+            "final_state": {final_state: hidden_state_layout.FINAL_STATES[final_state]},
             "corpus": {"manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "generation": generation}}
 
 

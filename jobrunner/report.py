@@ -186,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    stats = all_dataset_stats(args.output_root, budgets_from(getattr(args, "config", None), getattr(args, "budget", None)))
+    stats = all_dataset_stats(args.output_root, budgets_from(args.config, args.budget))
     if not stats:
         print(f"no generate output under {args.output_root}")
         return 1

@@ -20,6 +20,11 @@ from ..observed import JobState, PodState
 PERMANENT_REFUSALS = ("violates PodSecurity",)
 
 
+def refused_for_good(message: str) -> bool:
+    """Whether a refusal of a Job's pods will come again whatever the wait (a namespace's policy)."""
+    return any(p in message for p in PERMANENT_REFUSALS)
+
+
 @dataclass(frozen=True)
 class ReplicaWait:
     replica: int
@@ -28,7 +33,7 @@ class ReplicaWait:
 
     @property
     def permanent(self) -> bool:
-        return self.reason == "PodsRefused" and any(p in self.message for p in PERMANENT_REFUSALS)
+        return self.reason == "PodsRefused" and refused_for_good(self.message)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-FINAL_STATES = ("post-norm", "pre-norm")
+from draftgen_contracts import hidden_state_layout
+
+FINAL_STATES = tuple(hidden_state_layout.FINAL_STATES)
 
 
 @dataclass

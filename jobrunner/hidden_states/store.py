@@ -33,8 +33,8 @@ from jobrunner.hidden_states import fp8
 INDEX_NAME = "index.json"
 FORMAT = "draftgen-eagle3-states"
 FORMAT_VERSION = "1"
+SCALES_SUFFIX = "_scales"  # fp8 states: `<tensor>_scales` beside each state tensor
 # Settings that must agree between a resumed run and the shards already written.
-SCALES_SUFFIX = "_scales"
 RUN_KEYS = ("aux_layers", "final_state", "dtype", "hidden_size", "max_len", "too_long")
 
 

@@ -73,12 +73,13 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
         tokenizer, findings.tokenizer = check_tokenizer(config.tokenizer_path, model.vocab_size, needs_template)
     classes = config.prompt_class_table()
     wanted = {c.name: c.max_new_tokens for c in classes}
+    end_ids = end_token_ids(tokenizer, model_dir)
     for d in config.datasets:
         preparer = PromptPreparer(tokenizer, config.template_kwargs_for(d), classes, context, config.context.policy,
                                   config.context.min_room_tokens, d.prompt_class, d.max_new_tokens)
         findings.datasets.append(scan_dataset(
             d.name, d.path, preparer, d.budget_tokens, model.vocab_size, fmt=d.format, pretokenized=d.pretokenized,
-            traces=d.kind == "traces", end_ids=end_token_ids(tokenizer, model_dir),
+            traces=d.kind == "traces", end_ids=end_ids,
             wanted_max_new={c: d.max_new_tokens or w for c, w in wanted.items()}))
 
 

@@ -53,7 +53,8 @@ def test_report_table_figures_and_summary(tmp_path, capsys):
                                   "datasets": [{"name": "d", "path": "x", "budget_tokens": 10000, "pretokenized": True},
                                                {"name": "e", "path": "y", "budget_tokens": 1000, "pretokenized": True}]}))
     png_dir = tmp_path / "png"
-    args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config))
+    args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config),
+                              budget=None)
     assert report.main(args) == 0
     out = capsys.readouterr().out
     assert "d" in out and "14,000" in out
