@@ -2,6 +2,7 @@
 thrown away, against its budget.
 
     .venv/bin/python bench/budget_precision.py [--replicas 1,2,4] [--budget 1000000] [--total-tps 100000]
+        [--at-budget cut|abort]
 
 Per replica, its own `jobrunner generate` process and its own simulator process. Ten datasets with
 the reference run's length profiles (function calling, code, math, chat, SWE, twice each; the SWE
@@ -25,7 +26,9 @@ Printed per dataset and in all:
 - utilisation: tokens generated / (the servers' capacity x the wall time of the run), dataset
   switches and the last dataset's tail included;
 - kept tokens / capacity: what the GPU time bought, with the excess and the idle servers alike
-  counted against it (utilisation / (1 + excess) over the run).
+  counted against it (utilisation / (1 + excess) over the run);
+- cut: the kept tokens and samples of responses cut at the budget (`--at-budget cut`, the
+  default), which the corpus keeps marked truncated.
 Goals (issue 9): at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
 >= 0.95.
 """
@@ -75,7 +78,8 @@ def datasets(work: Path, budget: int, rows: int) -> list[dict]:
     return out
 
 
-def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[dict], speedup: float) -> Path:
+def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[dict], speedup: float,
+                    at_budget: str) -> Path:
     config = {
         "server_url": url, "output_root": str(work / "out"), "run_id": "precision", "replica": replica,
         "replicas": replicas, "progress_interval_s": PUBLISH_INTERVAL_S / speedup,
@@ -83,6 +87,7 @@ def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[
         "prompt_classes": [{"name": "short", "max_prompt_tokens": 2048, "concurrency": 150, "max_new_tokens": 10_240},
                            {"name": "long", "concurrency": 32, "max_new_tokens": 16_384}],
         "coordination": {"kind": "file", "directory": str(work / "coordination")},
+        "at_budget": at_budget,
         "datasets": ds,
     }
     path = work / f"generate-r{replica:03d}.yaml"
@@ -90,7 +95,8 @@ def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[
     return path
 
 
-def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None) -> dict:
+def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None,
+             at_budget: str) -> dict:
     speedup = total_tps / (REAL_CAPACITY_TPS * replicas)
     with tempfile.TemporaryDirectory(prefix="draftgen-precision-") as tmp:
         work = Path(tmp) if keep is None else keep / f"replicas-{replicas}"
@@ -101,7 +107,8 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
                                  context_len=32_768, max_running_requests=512, disconnect_poll_s=4.0 / speedup,
                                  seed=r) for r in range(replicas)]
         try:
-            configs = [generate_config(work, sims[r].base_url, r, replicas, ds, speedup) for r in range(replicas)]
+            configs = [generate_config(work, sims[r].base_url, r, replicas, ds, speedup, at_budget)
+                       for r in range(replicas)]
             started = time.monotonic()
             procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
                                       stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
@@ -122,28 +129,35 @@ def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: lis
     rows = []
     for d in ds:
         name = d["name"]
-        kept = sum(s.completion_tokens for r in range(replicas)
-                   if (s := read_summary(work / "out", name, r)) is not None)
+        parts = [s for r in range(replicas) if (s := read_summary(work / "out", name, r)) is not None]
+        kept = sum(s.completion_tokens for s in parts)
         generated = sum(s["tokens_by_label"].get(name, 0) for s in stats)
         aborted = sum(s["aborted_tokens_by_label"].get(name, 0) for s in stats)
         rows.append({"dataset": name, "kept": kept / budget, "excess": (generated - budget) / budget,
-                     "aborted": aborted / budget})
+                     "aborted": aborted / budget, "samples": sum(s.records for s in parts),
+                     "cut_samples": sum(s.cut_records for s in parts),
+                     "cut_tokens": sum(s.cut_tokens for s in parts) / max(1, kept)})
     generated = sum(s["tokens_generated_total"] for s in stats)
     kept = sum(r["kept"] for r in rows) * budget
     return {"replicas": replicas, "rows": rows, "wall_s": wall, "speedup": capacity / REAL_CAPACITY_TPS,
-            "utilisation": generated / (capacity * replicas * wall), "efficiency": kept / (capacity * replicas * wall)}
+            "utilisation": generated / (capacity * replicas * wall), "efficiency": kept / (capacity * replicas * wall),
+            "cut_samples": sum(r["cut_samples"] for r in rows) / max(1, sum(r["samples"] for r in rows)),
+            "cut_tokens": sum(r["cut_tokens"] * r["kept"] for r in rows) / max(1e-9, sum(r["kept"] for r in rows))}
 
 
 def show(result: dict) -> None:
     print(f"\n{result['replicas']} replica(s): {result['wall_s']:.1f} s at {result['speedup']:g}x real time")
-    print(f"  {'dataset':<20} {'kept/budget':>12} {'excess':>9} {'aborted':>9}")
+    print(f"  {'dataset':<20} {'kept/budget':>12} {'excess':>9} {'aborted':>9} {'cut samples':>12} {'cut tokens':>11}")
     for r in result["rows"]:
-        print(f"  {r['dataset']:<20} {r['kept']:>12.4f} {100 * r['excess']:>8.2f}% {100 * r['aborted']:>8.2f}%")
+        print(f"  {r['dataset']:<20} {r['kept']:>12.4f} {100 * r['excess']:>8.2f}% {100 * r['aborted']:>8.2f}% "
+              f"{r['cut_samples']:>5} / {r['samples']:<5} {100 * r['cut_tokens']:>10.1f}%")
     excess = [r["excess"] for r in result["rows"]]
     median, worst = statistics.median(excess), max(excess)
     print(f"  median excess {100 * median:.2f}% (goal <= {100 * MEDIAN_EXCESS_GOAL:.0f}%), worst "
           f"{100 * worst:.2f}% (goal <= {100 * WORST_EXCESS_GOAL:.0f}%), utilisation {result['utilisation']:.3f} "
           f"(goal >= {UTILISATION_GOAL}), kept tokens / capacity {result['efficiency']:.3f}")
+    print(f"  cut at the budget: {100 * result['cut_samples']:.1f}% of the samples, "
+          f"{100 * result['cut_tokens']:.1f}% of the kept tokens")
     low = [r["dataset"] for r in result["rows"] if r["kept"] < 1.0]
     if low:
         print(f"  BELOW BUDGET (rows remained): {low}")
@@ -158,11 +172,13 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=None,
                         help="prompts per dataset (default: enough that none runs out, 4 per 1,000 tokens of budget)")
     parser.add_argument("--datasets", type=int, default=10, help="the first N of the ten datasets")
+    parser.add_argument("--at-budget", choices=("cut", "abort"), default="cut",
+                        help="what happens to the requests in flight at a replica's part of the budget")
     parser.add_argument("--keep", type=Path, default=None, help="leave the run's files (logs, output) here")
     args = parser.parse_args()
     rows = args.rows or max(3000, 4 * args.budget // 1000)
     for replicas in (int(n) for n in args.replicas.split(",")):
-        show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep))
+        show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep, args.at_budget))
     return 0
 
 

@@ -103,6 +103,11 @@ SPEC_RULES = [
          f"!has(self.server.nodeSelector) || self.server.nodeSelector.all(k, k.matches('{QUALIFIED_NAME}') && "
          f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))",
          lambda s: all(re.match(QUALIFIED_NAME, k) and re.match(LABEL_VALUE, v) for k, v in s.server.node_selector.items())),
+    Rule(".atBudget", "atBudget: cut keeps the responses cut at the budget, which merge.truncated: drop would "
+         "remove, leaving every dataset short of its budget: use atBudget: abort, or merge.truncated: mark or keep",
+         "(has(self.atBudget) ? self.atBudget : 'cut') != 'cut' || !has(self.merge) || "
+         "!has(self.merge.truncated) || self.merge.truncated != 'drop'",
+         lambda s: s.at_budget != "cut" or s.merge.truncated != "drop"),
     Rule(".extraction.layers", "extraction.layers must be >= 0",
          "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
          lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
+from draftgen_contracts import budget_shares
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
 from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_KINDS
 from draftgen_contracts.states import DatasetState, Phase, Stage
@@ -245,6 +246,10 @@ class DatasetGenerationSpec(Model):
     output: Output = Field(json_schema_extra=IMMUTABLE)
     merge: Merge = Field(default_factory=Merge)
     extraction: Extraction = Field(default_factory=Extraction)
+    at_budget: Literal[budget_shares.AT_BUDGET] = Field(budget_shares.CUT, description=(
+        "What happens to the requests in flight when a replica's part of a budget is made: cut (their "
+        "partial responses are kept, marked truncated, and every slot stays busy to the end) or abort "
+        "(thrown away: complete responses only, at the cost of idle servers or excess; docs/budgets.md)."))
     suspend: bool = Field(False, description="Delete running Jobs and keep all data; false resumes where it stopped.")
     queue_name: str | None = Field(None, max_length=63, pattern=DNS_LABEL_VALUE, description=(
         "Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name): a name that is also a label value."))

@@ -77,6 +77,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
             "concurrency": d.concurrency,
             "sampling_params": d.sampling_params.as_dict(),
         } for d in spec.datasets],
+        "at_budget": spec.at_budget,
         **({"coordination": coordination} if coordination else {}),
         **({"progress_interval_s": progress_interval_s} if progress_interval_s else {}),
     }

@@ -11,6 +11,11 @@ aim under their shares by a margin (`wants_another`), and their last responses, 
 absorbed there, so the dataset has one tail instead of one per replica. A replica that cannot fit
 one more request in what is left of its share settles instead (`settles`): the receiver makes it.
 
+What happens to the requests still in flight when a replica's part is made is the run's choice
+(`AT_BUDGET`): `cut` keeps their partial responses (cut at the budget, marked truncated), so a
+replica can fill every slot up to its part and make it exactly; `abort` throws them away and keeps
+complete responses only, so a replica must hold dispatch early instead (the margin below).
+
 A replica's published facts are durable (its progress is written after its output is synced) and
 `settled` is sticky for a budget, so a restarted replica resumes the same share and a restarted
 operator has nothing to hand out: shares follow from the spec and the reports alone.
@@ -20,6 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+# What `spec.atBudget` may say: how the requests in flight end when a replica's part is made.
+CUT, ABORT = "cut", "abort"
+AT_BUDGET = (CUT, ABORT)
 
 
 @dataclass(frozen=True)
@@ -56,14 +65,15 @@ def receiver(replicas: int, exhausted: set[int], first: int = 0) -> int | None:
 RESERVE_RESPONSES = 4
 
 
-def receiver_reserve(replicas: int, expected_response: float) -> int:
+def receiver_reserve(replicas: int, expected_response: float, cut: bool = False) -> int:
     """What the receiver keeps back of its own share until the others settle, to absorb their
-    errors: the others end over their shares as often as under."""
-    return round((replicas - 1) * RESERVE_RESPONSES * expected_response)
+    errors: the others end over their shares as often as under. When the requests in flight are
+    cut at the budget, every replica makes its share exactly and there is nothing to absorb."""
+    return 0 if cut else round((replicas - 1) * RESERVE_RESPONSES * expected_response)
 
 
 def allowance(budget_tokens: int, replicas: int, replica: int, own_tokens: int, peers: dict[int, Spend],
-              expected_response: float, first: int = 0) -> int:
+              expected_response: float, first: int = 0, cut: bool = False) -> int:
     """Tokens this replica may still bring to the dataset (>= 0).
 
     - Any replica but the receiver: its static share less what it made.
@@ -79,7 +89,7 @@ def allowance(budget_tokens: int, replicas: int, replica: int, own_tokens: int, 
     others = [r for r in range(replicas) if r != replica]
     if all(r in peers and peers[r].settled for r in others):
         return max(0, budget_tokens - own_tokens - sum(peers[r].tokens for r in others))
-    return max(0, share - receiver_reserve(replicas, expected_response) - own_tokens)
+    return max(0, share - receiver_reserve(replicas, expected_response, cut) - own_tokens)
 
 
 # Standard deviations of what the requests in flight will bring that a replica keeps below what it
@@ -95,6 +105,8 @@ class Outlook:
     variance: float  # of that sum (the requests are independent)
     response: float  # the expected length of a request not sent yet
     response_variance: float
+    partial: float = 0.0  # what the requests in flight have generated so far, summed
+    in_flight: int = 0
 
     def nothing_in_flight(self) -> Outlook:
         return Outlook(0.0, 0.0, self.response, self.response_variance)
@@ -106,25 +118,56 @@ def aims_exactly(is_receiver: bool, others_settled: bool) -> bool:
     return is_receiver and others_settled
 
 
-def wants_another(exact: bool, remaining: int, outlook: Outlook) -> bool:
+# The least a request sent to fill the last slots is left to make before the cut: smaller pieces
+# would end the run in a cloud of few-token samples.
+MIN_PIECE_TOKENS = 256
+
+
+def wants_another(exact: bool, remaining: int, outlook: Outlook, cut: bool = False, fill: bool = False) -> bool:
     """Whether one more request should be sent.
 
-    - Aiming exactly: while the requests in flight are expected to bring less than `remaining`
+    Cutting at the budget (`cut`), an overshoot is never generated, so every replica aims exactly:
+    - `fill` (nothing else of this replica can use a free slot): while every request in flight,
+      and one more, still has `MIN_PIECE_TOKENS` to make before the cut; the server stays full
+      to the end, and the requests still out at the cut are kept cut.
+    - otherwise: while the requests in flight are expected to bring less than `remaining`; the
+      slots the hold leaves go to the next dataset, and few requests are out at the cut.
+
+    Aborting at the budget:
+    - aiming exactly: while the requests in flight are expected to bring less than `remaining`
       (it must reach the budget; a surplus is trimmed).
-    - Otherwise: while the requests in flight and one more are expected to stay under `remaining`
+    - otherwise: while the requests in flight and one more are expected to stay under `remaining`
       by `MARGIN_SD` standard deviations. An undershoot costs nothing (the receiver makes it),
       an overshoot past the receiver's reserve makes the total cross the budget with requests of
       every replica in flight, all of them aborted.
     """
-    if exact:
+    if cut and fill:
+        return remaining > 0 and (outlook.in_flight == 0 or
+                                  outlook.partial + MIN_PIECE_TOKENS * (outlook.in_flight + 1) <= remaining)
+    if exact or cut:
         return outlook.coverage < remaining
     spread = math.sqrt(outlook.variance + outlook.response_variance)
     return outlook.coverage + outlook.response + MARGIN_SD * spread <= remaining
 
 
-def settles(is_receiver: bool, remaining: int, in_flight: int, outlook: Outlook) -> bool:
+def settles(is_receiver: bool, remaining: int, in_flight: int, outlook: Outlook, cut: bool = False) -> bool:
     """Whether a replica stops for good on a dataset (until the budget changes): not the receiver,
-    nothing in flight, and not even one more request fits what is left of its share within the
-    margin; the receiver makes the rest."""
-    return (not is_receiver and in_flight == 0
-            and not wants_another(False, remaining, outlook.nothing_in_flight()))
+    nothing in flight, and its share made (cutting) or not even one more request fits what is
+    left of it within the margin (aborting); the receiver makes the rest."""
+    if is_receiver or in_flight:
+        return False
+    return remaining <= 0 if cut else not wants_another(False, remaining, outlook.nothing_in_flight())
+
+
+def cuts_now(remaining: int, outlook: Outlook) -> bool:
+    """Whether the requests in flight, cutting at the budget, have made what this replica may add:
+    then they are stopped and their partial responses kept (cut to what is left)."""
+    return outlook.in_flight > 0 and outlook.partial >= remaining
+
+
+def seconds_to_cut(remaining: int, outlook: Outlook, speed: float) -> float | None:
+    """When the requests in flight, each generating `speed` tokens/s, will have made `remaining`
+    (None: no request in flight, or no speed measured yet)."""
+    if outlook.in_flight == 0 or speed <= 0:
+        return None
+    return max(0.0, (remaining - outlook.partial) / (outlook.in_flight * speed))

@@ -2,13 +2,16 @@ import pytest
 
 from draftgen_contracts.budget_shares import (
     MARGIN_SD,
+    MIN_PIECE_TOKENS,
     RESERVE_RESPONSES,
     Outlook,
     Spend,
     aims_exactly,
     allowance,
+    cuts_now,
     first_receiver,
     receiver,
+    seconds_to_cut,
     settles,
     static_share,
     wants_another,
@@ -113,3 +116,44 @@ def test_wants_another(exact, remaining, seen, wanted):
 def test_only_the_receiver_with_every_other_replica_settled_aims_exactly():
     assert aims_exactly(True, True)
     assert not aims_exactly(True, False) and not aims_exactly(False, True)
+
+
+# ---- cutting at the budget ----------------------------------------------------------------------
+
+def in_flight(partial: float, count: int, coverage: float = 0.0) -> Outlook:
+    return Outlook(coverage, 0.0, 100.0, 0.0, partial=partial, in_flight=count)
+
+
+def test_cutting_the_receiver_keeps_no_reserve():
+    unsettled = {1: Spend(1000, settled=True), 2: Spend(600)}
+    assert allowance(3000, 3, 0, 500, unsettled, expected_response=10, cut=True) == 1000 - 500
+
+
+@pytest.mark.parametrize("fill,remaining,seen,wanted", [
+    # Holding (another dataset takes the free slots): aims exactly, by what the requests will bring.
+    (False, 1000, in_flight(100.0, 3, coverage=999.0), True),
+    (False, 1000, in_flight(100.0, 3, coverage=1000.0), False),
+    # Filling (nothing else would): by what they have made, each left a piece to make.
+    (True, 1000, in_flight(0.0, 0), True),
+    (True, 10, in_flight(0.0, 0), True),  # less than a piece, nothing in flight: one request makes it
+    (True, 1000, in_flight(1000 - MIN_PIECE_TOKENS * 3, 2, coverage=10_000.0), True),
+    (True, 1000, in_flight(1001 - MIN_PIECE_TOKENS * 3, 2), False),
+    (True, 0, in_flight(0.0, 0), False),
+])
+def test_wants_another_when_cutting(fill, remaining, seen, wanted):
+    assert wants_another(False, remaining, seen, cut=True, fill=fill) is wanted
+
+
+def test_cutting_a_replica_settles_when_its_share_is_made_exactly():
+    assert settles(False, 0, 0, outlook(), cut=True)
+    assert not settles(False, 1, 0, outlook(), cut=True)  # a token short: it makes it itself
+    assert not settles(False, 0, 1, outlook(), cut=True) and not settles(True, 0, 0, outlook(), cut=True)
+
+
+def test_the_cut_comes_when_the_requests_in_flight_have_made_what_remains():
+    assert not cuts_now(1000, in_flight(999.0, 4)) and cuts_now(1000, in_flight(1000.0, 4))
+    assert not cuts_now(0, in_flight(0.0, 0))  # nothing in flight: nothing to cut
+    assert seconds_to_cut(1000, in_flight(600.0, 4), speed=50.0) == 2.0
+    assert seconds_to_cut(1000, in_flight(1200.0, 4), speed=50.0) == 0.0
+    assert seconds_to_cut(1000, in_flight(0.0, 0), speed=50.0) is None
+    assert seconds_to_cut(1000, in_flight(0.0, 2), speed=0.0) is None  # no response back yet

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from draftgen_contracts import budget_shares
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass
 from draftgen_contracts.sglang_protocol import InvalidSamplingParams, validate_sampling_params
 from draftgen_contracts.validation import error_lines
@@ -120,6 +121,9 @@ class GenerateConfig(_Strict):
     prompt_classes: list[PromptClassConfig] = Field(default_factory=_default_classes, min_length=1)
     datasets: list[DatasetConfig] = Field(min_length=1)
     progress_interval_s: float = Field(default=5.0, gt=0, description="fsync + publish cadence")
+    at_budget: Literal[budget_shares.AT_BUDGET] = Field(
+        default=budget_shares.CUT, description="the requests in flight when a replica's part is made: "
+        "cut (partial responses kept, marked truncated) or abort (thrown away)")
     coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
 
     @model_validator(mode="after")

@@ -101,6 +101,8 @@ class OutputTotals:
     completion_tokens: int = 0
     prompt_tokens: int = 0
     finish_reasons: dict[str, int] = field(default_factory=dict)
+    cut_records: int = 0  # responses cut at the budget (`cut_at_budget`)
+    cut_tokens: int = 0
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     # Parallel lists, in write order: the row of each record and its completion length (the
     # length distribution survives restarts without rereading the records).
@@ -126,6 +128,9 @@ class OutputTotals:
         self.prompt_tokens += int(record["prompt_tokens"])
         reason = record["finish_reason"]
         self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
+        if record.get("cut_at_budget"):
+            self.cut_records += 1
+            self.cut_tokens += int(record["completion_tokens"])
         self.rows.append(int(record["row"]))
         self.lengths.append(int(record["completion_tokens"]))
         self.prompt_lengths.append(int(record["prompt_tokens"]))

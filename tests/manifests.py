@@ -70,6 +70,8 @@ INVALID = {
     "a speculators export of post-norm states": (manifest(extraction={"exports": ["speculators"]}),
                                                  "spec.extraction.exports"),
     "an unknown corpus export": (manifest(merge={"exports": ["csv"]}), "spec.merge.exports[0]"),
+    "cut responses that the merge would drop": (manifest(merge={"truncated": "drop"}), "spec.atBudget"),
+    "an unknown end at the budget": (manifest(atBudget="finish"), "spec.atBudget"),
     "no output volume": (without("spec.output"), "spec.output"),
     "zero sample cap": (with_dataset(sampleCap=0), "spec.datasets[0].sampleCap"),
     "unknown spec field": (manifest(budget=5), "spec.budget"),

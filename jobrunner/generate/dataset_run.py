@@ -13,6 +13,7 @@ from draftgen_contracts.budget_shares import Outlook, Spend
 from draftgen_contracts.progress import DatasetProgress
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig
+from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.length_model import LengthModel
 from jobrunner.output import PartWriter
 from jobrunner.prompts import Prompt
@@ -68,6 +69,7 @@ class InFlight:
     rid: str
     prompt: Prompt
     dispatched_at: float  # time.monotonic()
+    cut: bool = False  # aborted at the budget, its partial response to be kept
 
 
 @dataclass
@@ -81,6 +83,9 @@ class DatasetRun:
     replicas: int = 1
     replica: int = 0
     first_receiver: int = 0  # budget_shares.first_receiver of the dataset
+    cut: bool = False  # the requests in flight at the budget are cut, not aborted (budget_shares.AT_BUDGET)
+    later: list[DatasetRun] = field(default_factory=list)  # this process's datasets after this one
+    clock: DecodeClock = field(default_factory=lambda: DecodeClock(time.monotonic(), 0.05))  # the server's, shared
     in_flight: dict[int, InFlight] = field(default_factory=dict)  # by row
     peers: dict[int, Spend] = field(default_factory=dict)  # the other replicas' last reports (set_peers)
     stopped_externally: bool = False
@@ -91,13 +96,12 @@ class DatasetRun:
     requeued: deque[Prompt] = field(default_factory=deque)  # rows whose requests were trimmed, to send again
     sends: dict[int, int] = field(default_factory=dict)  # row -> times sent, for a fresh rid on each
     waiting_for_class: str | None = None  # the class the feed's next prompt waits for
+    classes_sent: set[str] = field(default_factory=set)  # the prompt classes of its requests so far
     transient_failures: int = 0
     rate: RateMeter = field(default_factory=RateMeter)
     lengths: LengthModel = field(init=False)
-    # This process's completed responses: tokens over seconds is the speed of one request, from
-    # which a request in flight's partial length is estimated.
-    response_tokens: int = 0
-    response_seconds: float = 0.0
+    cutting: int = 0  # requests cut and not answered yet
+    cut_timer: asyncio.TimerHandle | None = None  # when the requests in flight should have made what remains
     version: int = 0
     _estimate: Estimate | None = None
     _estimate_key: tuple = ()
@@ -151,14 +155,13 @@ class DatasetRun:
         or the partial lengths have grown for `ESTIMATE_TTL_S`."""
         key = (self.version, int(now / ESTIMATE_TTL_S))
         if self._estimate is None or self._estimate_key != key:
-            # Partial lengths from this process's speed of one request (completed tokens over their seconds).
-            speed = self.response_tokens / self.response_seconds if self.response_seconds > 0 else 0.0
             oldest_first = sorted(self.in_flight.values(), key=lambda f: f.dispatched_at)
-            partials = [min(f.prompt.max_new_tokens, speed * (now - f.dispatched_at)) for f in oldest_first]
+            partials = [min(f.prompt.max_new_tokens, self.clock.generated(f.dispatched_at, now)) for f in oldest_first]
             moments = self.lengths.moments(partials)
             finals = [moments.final(p) for p in partials]
             outlook = Outlook(coverage=sum(m for m, _ in finals), variance=sum(v for _, v in finals),
-                              response=moments.mean[0], response_variance=moments.variance[0])
+                              response=moments.mean[0], response_variance=moments.variance[0],
+                              partial=sum(partials), in_flight=len(partials))
             self._estimate = Estimate({f.prompt.row: m for f, (m, _) in zip(oldest_first, finals)}, outlook)
             self._estimate_key = key
         return self._estimate
@@ -166,16 +169,30 @@ class DatasetRun:
     def remaining(self, now: float) -> int:
         """What this replica may still bring to the dataset (budget_shares.allowance)."""
         return budget_shares.allowance(self.budget_tokens, self.replicas, self.replica, self.own_tokens,
-                                       self.peers, self.estimate(now).outlook.response, self.first_receiver)
+                                       self.peers, self.estimate(now).outlook.response, self.first_receiver,
+                                       self.cut)
+
+    def may_take_slots(self) -> bool:
+        """Whether the dataset would send a request now if a slot were free: a slot held back by
+        the datasets before it can go to it (one that is itself holding back takes nothing)."""
+        return not (self.stopping or self.settled or self.rows_exhausted or self.is_done()
+                    or self.is_covered(filling=False))
+
+    def fills(self) -> bool:
+        """Whether a free slot left by this dataset would stay empty: no dataset after it in this
+        process may take a slot of the classes its prompts are in (one that has sent nothing yet
+        may take any). Cutting at the budget, the dataset then fills its slots to the end."""
+        return not any(r.may_take_slots() and (not r.classes_sent or r.classes_sent & self.classes_sent)
+                       for r in self.later)
 
     # ---- decisions ----------------------------------------------------------------------------
 
     def should_dispatch(self) -> bool:
-        return not self.stopping and budget.should_dispatch(
+        return not self.stopping and not self.cutting and budget.should_dispatch(
             self.budget_tokens, self.tokens, self.sample_cap, self.writer.totals.records,
             len(self.in_flight), self.stopped_externally) and not self.is_covered()
 
-    def is_covered(self) -> bool:
+    def is_covered(self, filling: bool = True) -> bool:
         """Whether this replica should send no more for the dataset for now: settled, or the
         requests in flight are expected to bring all it may still add (one more would most likely
         overshoot, or be aborted at the crossing). The next dataset may then start."""
@@ -183,7 +200,19 @@ class DatasetRun:
             return True
         now = time.monotonic()
         exact = budget_shares.aims_exactly(self.is_receiver(), self.others_settled())
-        return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook)
+        return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook,
+                                               cut=self.cut, fill=filling and self.cut and self.fills())
+
+    def should_cut(self, now: float) -> bool:
+        """Cutting at the budget: whether the requests in flight have made what this replica may
+        add (budget_shares.cuts_now)."""
+        return (self.cut and not self.cutting and not self.stopping
+                and budget_shares.cuts_now(self.remaining(now), self.estimate(now).outlook))
+
+    def seconds_to_cut(self, now: float) -> float | None:
+        if not self.cut or self.cutting or self.stopping:
+            return None
+        return budget_shares.seconds_to_cut(self.remaining(now), self.estimate(now).outlook, self.clock.rate())
 
     def rows_to_trim(self) -> list[int]:
         """Requests to abort now because the others in flight are expected to bring what remains
@@ -192,7 +221,7 @@ class DatasetRun:
         replica's overshoot of its share, or the receiver's of its reserve, is absorbed by what
         the receiver makes last, and trimming there was measured to throw away more than it saves
         (docs/budgets.md)."""
-        if not self.in_flight or self.stopping or not (self.is_receiver() and self.others_settled()):
+        if self.cut or not self.in_flight or self.stopping or not (self.is_receiver() and self.others_settled()):
             return []
         now = time.monotonic()
         return surplus(self.estimate(now).finals, self.remaining(now))
@@ -200,12 +229,13 @@ class DatasetRun:
     def should_settle(self) -> bool:
         now = time.monotonic()
         return not self.settled and budget_shares.settles(
-            self.is_receiver(), self.remaining(now), len(self.in_flight), self.estimate(now).outlook)
+            self.is_receiver(), self.remaining(now), len(self.in_flight), self.estimate(now).outlook, self.cut)
 
-    def record_response(self, tokens: int, seconds: float) -> None:
-        self.lengths.add(tokens)
-        self.response_tokens += tokens
-        self.response_seconds += seconds
+    def record_response(self, tokens: int, sent: float, answered: float, cut: bool = False) -> None:
+        """A response from the server written: its length (censored when cut), and what it says of
+        the server's decode clock."""
+        (self.lengths.add_cut if cut else self.lengths.add)(tokens)
+        self.clock.observe(sent, answered, tokens)
         self.changed()
 
     # ---- reports ------------------------------------------------------------------------------

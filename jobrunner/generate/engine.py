@@ -19,8 +19,9 @@ from draftgen_contracts.states import DatasetState
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator
 from jobrunner.datasets import read_rows
-from jobrunner.generate import provenance
+from jobrunner.generate import class_slots, provenance
 from jobrunner.generate.dataset_run import DatasetRun, InFlight, replica_sample_cap, sampling_params_for
+from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.output import PartWriter
 from jobrunner.prompts import Prompt, PromptPreparer
@@ -121,17 +122,23 @@ class Engine:
         cfg = self.config
         previous = self.coordinator.previous_own()
         largest_max_new = max(c.max_new_tokens for c in self.classes.values())
+        # One server per process: one decode clock for every dataset. Its bins are a small part
+        # of the publish interval, the time scale of every other decision.
+        clock = DecodeClock(time.monotonic(), bin_s=cfg.progress_interval_s / 20)
         for index, d in enumerate(cfg.datasets):
             writer = PartWriter(cfg.output_root, d.name, cfg.replica)
             run = DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
                              max_new_tokens=d.max_new_tokens or largest_max_new,
                              replicas=cfg.replicas, replica=cfg.replica,
-                             first_receiver=budget_shares.first_receiver(index, cfg.replicas))
+                             first_receiver=budget_shares.first_receiver(index, cfg.replicas),
+                             cut=cfg.at_budget == budget_shares.CUT, clock=clock)
             # Settling is for good under one budget: a restarted replica keeps its predecessor's
             # word, which the replica finishing the dataset may already have counted on.
             before = previous.datasets.get(d.name) if previous else None
             run.settled = bool(before and before.settled and before.budget_tokens == d.budget_tokens)
             self.runs.append(run)
+        for index, run in enumerate(self.runs):
+            run.later = self.runs[index + 1:]
         self._refresh_coordination()
 
     async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
@@ -244,9 +251,19 @@ class Engine:
             return False
         return True
 
+    def _idle_classes(self) -> set[str]:
+        """The prompt classes no dataset of this process may still send to (one that has sent
+        nothing yet may send to any): their free slots are lent (class_slots)."""
+        busy: set[str] = set()
+        for r in self.runs:
+            if r.may_take_slots():
+                busy |= r.classes_sent or set(self.classes)
+        return set(self.classes) - busy
+
     def _can_dispatch(self, run: DatasetRun, prompt: Prompt) -> bool:
         cls = self.classes[prompt.prompt_class]
-        if self.class_in_flight[cls.name] >= cls.concurrency:
+        if not class_slots.may_take_slot(cls, self.classes, self.class_in_flight, self._idle_classes(),
+                                         self.context_length):
             return False
         if run.config.concurrency is not None and len(run.in_flight) >= run.config.concurrency:
             return False
@@ -260,16 +277,22 @@ class Engine:
             self._request(run, prompt, rid, queued_s)
         task = asyncio.create_task(work, name=rid)
         entry = run.in_flight[prompt.row] = InFlight(task, rid, prompt, time.monotonic())
+        run.classes_sent.add(prompt.prompt_class)
         run.changed()
         self.class_in_flight[prompt.prompt_class] += 1
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
         task.add_done_callback(lambda _t: self._finished(run, entry))
+        self._plan_cut(run)
         self._notify()  # the dispatch may have made the in-flight requests cover the budget
 
     def _finished(self, run: DatasetRun, entry: InFlight) -> None:
         if run.in_flight.get(entry.prompt.row) is entry:
             del run.in_flight[entry.prompt.row]
+        if entry.cut:
+            run.cutting -= 1
+        in_flight = [f.dispatched_at for r in self.runs for f in r.in_flight.values()]
+        run.clock.forget_before(min(in_flight, default=time.monotonic()))
         run.changed()
         self.class_in_flight[entry.prompt.prompt_class] -= 1
         self._rebalance(run)
@@ -300,7 +323,15 @@ class Engine:
             self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: {type(e).__name__}: {e}")
         else:
             self._consecutive_failures = 0
-            if result.finish_reason == "abort":
+            entry = run.in_flight.get(prompt.row)
+            cut_by_us = entry is not None and entry.rid == rid and entry.cut
+            if (result.finish_reason == "abort" and cut_by_us) or (
+                    run.cut and result.finish_reason != "abort"
+                    and result.completion_tokens > run.remaining(time.monotonic())):
+                # Cut at the budget, or ended on its own past what this replica may add (it came
+                # back before the cut reached it): kept up to the budget.
+                self._write_cut(run, prompt, params, result, queued_s, time.monotonic() - started)
+            elif result.finish_reason == "abort":
                 # Aborted by the server on its own (our own aborts come with a cancelled Task,
                 # whose answer is never read): not a response; the next run generates the row again.
                 if not run.stopping:
@@ -308,7 +339,24 @@ class Engine:
             else:
                 self._write(run, prompt, params, result, queued_s, time.monotonic() - started)
 
-    def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float) -> None:
+    def _write_cut(self, run: DatasetRun, prompt: Prompt, params: dict, result: GenerateResult, queued_s: float,
+                   e2e_s: float) -> None:
+        """A request cut at the budget: its partial response kept, cut to what this replica may
+        still add (the tokens past it are the excess). A request that had made nothing is sent
+        again if the dataset still wants more."""
+        room = run.remaining(time.monotonic())
+        output_ids = result.output_ids[:room]
+        if not output_ids:
+            if room > 0:
+                run.requeued.append(prompt)
+            return
+        cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid, result.attempts)
+        self._write(run, prompt, params, cut, queued_s, e2e_s, generated=result.completion_tokens)
+
+    def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float,
+               generated: int | None = None) -> None:
+        """Append the record of a response. `generated`: the tokens the server made for a response
+        cut at the budget (its record keeps `result.output_ids`, `cut_at_budget` says so)."""
         now = time.time()
         run.writer.append_record({
             "sample_id": names.sample_id(run.name, prompt.row),
@@ -324,9 +372,13 @@ class Engine:
             "rid": result.rid,
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
             **({"source": "trace"} if prompt.response_ids is not None else {}),
+            **({"cut_at_budget": True} if generated is not None else {}),
         })
-        run.rate.add(time.monotonic(), budget.kept_tokens(result.finish_reason, result.completion_tokens))
-        run.record_response(result.completion_tokens, e2e_s)
+        answered = time.monotonic()
+        run.rate.add(answered, budget.kept_tokens(result.finish_reason, result.completion_tokens))
+        # A cut response's length is censored where it was cut; what the server made for it is exact.
+        run.record_response(result.completion_tokens if generated is None else generated, answered - e2e_s, answered,
+                            cut=generated is not None)
         if run.is_done():
             self._stop(run)
 
@@ -365,6 +417,42 @@ class Engine:
             abort.add_done_callback(self._abort_tasks.discard)
         return rids
 
+    def _cut(self, run: DatasetRun) -> None:
+        """Cutting at the budget: the requests in flight have made what this replica may add. They
+        are aborted at the server and their partial responses, which the aborted calls answer
+        with, are kept (`_write_cut`); nothing is sent for the dataset until they are in."""
+        entries = [e for e in run.in_flight.values() if not e.task.done() and not e.cut]
+        for entry in entries:
+            entry.cut = True
+        run.cutting += len(entries)
+        if entries:
+            log.info("%s: cutting %d requests in flight at %d tokens (about %d made in flight, %d to add)",
+                     run.name, len(entries), run.own_tokens, run.estimate(time.monotonic()).outlook.partial,
+                     run.remaining(time.monotonic()))
+            abort = asyncio.create_task(self._abort([e.rid for e in entries]))
+            self._abort_tasks.add(abort)
+            abort.add_done_callback(self._abort_tasks.discard)
+
+    def _plan_cut(self, run: DatasetRun) -> None:
+        """Cut now if the requests in flight have made what remains, else look again when they
+        should have: the partial lengths grow with time, not only with events."""
+        if run.cut_timer is not None:
+            run.cut_timer.cancel()
+            run.cut_timer = None
+        now = time.monotonic()
+        if run.should_cut(now):
+            self._cut(run)
+            return
+        wait = run.seconds_to_cut(now)
+        if wait is not None:
+            run.cut_timer = asyncio.get_running_loop().call_later(max(wait, 0.001), self._timed_cut, run)
+
+    def _timed_cut(self, run: DatasetRun) -> None:
+        run.cut_timer = None
+        run.changed()  # the estimate's partial lengths have grown
+        self._plan_cut(run)
+        self._notify()
+
     def _rebalance(self, run: DatasetRun) -> None:
         """After anything that moves the estimate or the shares: abort the requests the others in
         flight make unnecessary (their rows are sent again if the rest fall short), and settle when
@@ -386,6 +474,7 @@ class Engine:
         elif run.should_settle():
             run.settled = True
             log.info("%s: share made (%d tokens); the receiver makes the rest", run.name, run.own_tokens)
+        self._plan_cut(run)
         self._notify()
 
     async def _abort(self, rids: list[str]) -> None:

@@ -24,6 +24,7 @@ class LengthModel:
         self.cap = max(1, cap)
         self.width = -(-self.cap // BUCKETS)
         self.completed = [0] * BUCKETS
+        self.cut = [0] * BUCKETS  # responses cut at the budget: lengths known only to exceed their own
 
     def bucket(self, length: float) -> int:
         return min(BUCKETS - 1, max(0, int(length) // self.width))
@@ -32,10 +33,14 @@ class LengthModel:
         """A completed response of `length` tokens."""
         self.completed[self.bucket(length)] += 1
 
+    def add_cut(self, length: int) -> None:
+        """A response cut at the budget after `length` tokens: censored for good."""
+        self.cut[self.bucket(length)] += 1
+
     def moments(self, partials: list[float]) -> Moments:
         """The final-length table under the Kaplan-Meier curve of the completed lengths and the
         in-flight partials."""
-        censored = [0] * BUCKETS
+        censored = list(self.cut)
         for p in partials:
             censored[self.bucket(p)] += 1
         return Moments(self, _survival(self.completed, censored))

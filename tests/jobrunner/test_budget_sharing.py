@@ -4,6 +4,8 @@ simulator: the edges of docs/budgets.md that need more than one replica."""
 import asyncio
 import json
 
+import pytest
+
 from draftgen_contracts import exit_codes
 from draftgen_contracts.budget_shares import static_share
 from jobrunner import output
@@ -29,32 +31,42 @@ async def run_replicas(sims, tmp_path, tokenizer_path, datasets, **extra) -> lis
     return await asyncio.gather(*(run_generate(c) for c in cfgs))
 
 
-def assert_met_within_bound(tmp_path, dataset: str, budget: int, replicas: int) -> int:
-    """The budget met, less than one response per replica over it, no row twice."""
+def assert_met_within_bound(tmp_path, dataset: str, budget: int, replicas: int, at_budget: str = "cut") -> int:
+    """The budget met (exactly when cutting; aborting, less than one response per replica over it),
+    no row twice."""
     total = sum(kept(tmp_path, dataset, r) for r in range(replicas))
+    if at_budget == "cut":
+        assert total == budget, (dataset, total)
     assert budget <= total < budget + replicas * MAX_NEW, (dataset, total)
     rows = rows_written(tmp_path, dataset)
     assert len(rows) == len(set(rows))
     return total
 
 
+@pytest.mark.parametrize("at_budget", ["cut", "abort"])
 async def test_replicas_ten_times_apart_in_speed_each_make_their_own_share(simulator, tmp_path, tokenizer_path,
-                                                                           prompts_file):
+                                                                           prompts_file, at_budget):
     fast = simulator(profile="chat", speedup=100.0)
     slow = simulator(profile="chat", speedup=10.0)
     budget = 8000
     datasets = [{"name": "a", "path": prompts_file, "budget_tokens": budget, "max_new_tokens": MAX_NEW,
                  "concurrency": 8}]
     # Replica 0, the fast one, is the dataset's receiver: it waits for the slow one to settle.
-    assert await run_replicas([fast, slow], tmp_path, tokenizer_path, datasets) == [exit_codes.OK] * 2
-    assert_met_within_bound(tmp_path, "a", budget, 2)
+    codes = await run_replicas([fast, slow], tmp_path, tokenizer_path, datasets, at_budget=at_budget)
+    assert codes == [exit_codes.OK] * 2
+    assert_met_within_bound(tmp_path, "a", budget, 2, at_budget)
+    share = static_share(budget, 2, 1)
+    if at_budget == "cut":  # the slow replica made its share exactly, cutting what was in flight
+        assert kept(tmp_path, "a", 1) == share
+        return
     # The slow replica was not outrun: it made its share, less what it left to the receiver
     # (under one response and its margin), never more than its share and one response.
-    share = static_share(budget, 2, 1)
     assert share - 2 * MAX_NEW <= kept(tmp_path, "a", 1) < share + MAX_NEW
 
 
-async def test_rows_running_out_on_one_replica_leave_its_share_to_another(simulator, tmp_path, tokenizer_path):
+@pytest.mark.parametrize("at_budget", ["cut", "abort"])
+async def test_rows_running_out_on_one_replica_leave_its_share_to_another(simulator, tmp_path, tokenizer_path,
+                                                                          at_budget):
     # Pretokenized rows: the odd ones (replica 1's) are too long for the context and skipped, so
     # replica 1 runs out at once, although it is where dataset 1 looks for its receiver first.
     path = tmp_path / "uneven.jsonl"
@@ -67,9 +79,10 @@ async def test_rows_running_out_on_one_replica_leave_its_share_to_another(simula
                  "max_new_tokens": MAX_NEW},
                 {"name": "second", "path": str(path), "pretokenized": True, "budget_tokens": budget,
                  "max_new_tokens": MAX_NEW}]
-    codes = await run_replicas(sims, tmp_path, tokenizer_path, datasets, context={"policy": "skip", "length": 400})
+    codes = await run_replicas(sims, tmp_path, tokenizer_path, datasets, context={"policy": "skip", "length": 400},
+                               at_budget=at_budget)
     assert codes == [exit_codes.OK] * 2
-    assert_met_within_bound(tmp_path, "second", budget, 2)
+    assert_met_within_bound(tmp_path, "second", budget, 2, at_budget)
     assert kept(tmp_path, "second", 1) == 0 and kept(tmp_path, "second", 0) >= budget
     reports = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()
     assert reports[1].datasets["second"].state == "Exhausted"

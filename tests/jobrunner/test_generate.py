@@ -41,16 +41,42 @@ async def test_budget_stops_dataset_aborts_in_flight_and_moves_on(simulator, tmp
     cfg = config(sim, tmp_path, tokenizer_path, [
         {"name": "a", "path": prompts_file, "budget_tokens": 8000, "concurrency": 20},
         {"name": "b", "path": prompts_file, "budget_tokens": 4000},
-    ])
+    ], at_budget="abort")
     assert await run_generate(cfg) == exit_codes.OK
     for name, budget_tokens in (("a", 8000), ("b", 4000)):
-        tokens = [r["completion_tokens"] for r in assert_consistent(tmp_path, name)]
+        recs = assert_consistent(tmp_path, name)
+        tokens = [r["completion_tokens"] for r in recs]
         # The record that met the budget is the last one kept: the rest in flight were aborted.
         assert sum(tokens) >= budget_tokens > sum(tokens[:-1])
+        assert not any(r.get("cut_at_budget") for r in recs)
     assert sim.stats.aborted > 0
     report = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()[0]
     assert report.finished and report.datasets["a"].state == "BudgetMet"
     assert report.datasets["a"].completion_tokens == sum(r["completion_tokens"] for r in records(tmp_path, "a"))
+
+
+async def test_cut_at_the_budget_keeps_the_partial_responses_and_makes_it_exactly(simulator, tmp_path,
+                                                                                 tokenizer_path, prompts_file):
+    sim = simulator(profile="chat", speedup=10.0)
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": prompts_file, "budget_tokens": 8000, "concurrency": 20},
+        {"name": "b", "path": prompts_file, "budget_tokens": 4000},
+    ])
+    assert cfg.at_budget == "cut"  # the default
+    assert await run_generate(cfg) == exit_codes.OK
+    for name, budget_tokens in (("a", 8000), ("b", 4000)):
+        recs = assert_consistent(tmp_path, name)
+        assert sum(r["completion_tokens"] for r in recs) == budget_tokens
+        cut = [r for r in recs if r.get("cut_at_budget")]
+        # The requests in flight at the budget were cut: kept as truncated responses, each within its
+        # limit, and counted apart in the summary.
+        assert cut and all(r["finish_reason"] == "length" and 0 < r["completion_tokens"] <= 4096 for r in cut)
+        summary = output.read_summary(tmp_path / "out", name, 0)
+        assert (summary.cut_records, summary.cut_tokens) == (len(cut), sum(r["completion_tokens"] for r in cut))
+    assert sim.stats.aborted > 0
+    # What the server made and nobody kept: the tokens past the cut, made between the decision and
+    # the abort or beyond the clock's estimate. A fraction of what aborting throws away (a wave).
+    assert sim.stats.tokens_generated_total - 12_000 < 0.10 * 12_000
 
 
 async def test_dataset_at_budget_is_skipped_on_restart(simulator, tmp_path, tokenizer_path, prompts_file):
