@@ -279,7 +279,8 @@ class DatasetStatus(Model):
     tokens: int = 0
     samples: int = 0
     state: DatasetState = DatasetState.PENDING
-    truncated: int = 0
+    truncated: int = Field(0, description="Responses cut off: at maxNewTokens, or at the budget.")
+    cut: int = Field(0, description="Of them, the responses cut at the budget (atBudget: cut).")
     skipped: int = 0
     tokens_per_second: float = 0.0
     last_update: str | None = None

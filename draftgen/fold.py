@@ -40,7 +40,7 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
         folded.append(DatasetStatus(
             name=dataset.name, budget_tokens=dataset.budget_tokens, tokens=tokens, samples=samples, state=state,
-            truncated=sum(e.truncated for e in entries), skipped=sum(e.skipped for e in entries),
+            truncated=sum(e.truncated for e in entries), cut=sum(e.cut for e in entries), skipped=sum(e.skipped for e in entries),
             tokens_per_second=round(sum(e.tokens_per_second for e in entries), 1)
             if state == DatasetState.GENERATING else 0.0,
             last_update=now if changed else old.last_update))

@@ -9,8 +9,8 @@ def report(replica, **datasets):
     return progress(replica, replicas=2, **datasets)
 
 
-def entry(tokens, samples=1, state="Generating", truncated=0):
-    return dataset_progress(tokens, samples, state, truncated=truncated, tokens_per_second=10.0)
+def entry(tokens, samples=1, state="Generating", truncated=0, cut=0):
+    return dataset_progress(tokens, samples, state, truncated=truncated, cut=cut, tokens_per_second=10.0)
 
 
 def by_name(folded):
@@ -18,8 +18,10 @@ def by_name(folded):
 
 
 def test_totals_are_summed_over_replicas_and_the_shared_budget_decides():
-    folded = by_name(fold_reports(SPEC, {0: report(0, a=entry(600, truncated=1)), 1: report(1, a=entry(450))}, [], "t"))
-    assert folded["a"].tokens == 1050 and folded["a"].state == "BudgetMet" and folded["a"].truncated == 1
+    reports = {0: report(0, a=entry(600, truncated=2, cut=1)), 1: report(1, a=entry(450, truncated=1, cut=1))}
+    folded = by_name(fold_reports(SPEC, reports, [], "t"))
+    assert folded["a"].tokens == 1050 and folded["a"].state == "BudgetMet"
+    assert (folded["a"].truncated, folded["a"].cut) == (3, 2)
     assert folded["b"].state == "Pending" and folded["b"].tokens == 0
 
 

@@ -33,7 +33,8 @@ class DatasetProgress(_Document):
     samples: int = Field(0, ge=0)
     skipped: int = Field(0, ge=0)
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
-    truncated: int = Field(0, ge=0)
+    truncated: int = Field(0, ge=0)  # responses cut off: at max_new_tokens, or at the budget
+    cut: int = Field(0, ge=0)  # of them, cut at the budget (`at_budget: cut`)
     budget_tokens: int = Field(0, ge=0)
     tokens_per_second: float = 0.0
     eta_s: float | None = None
