@@ -297,6 +297,9 @@ class GenerateResult:
     completion_tokens: int
     rid: str
     attempts: int = 1
+    # The server answered the abort with an error status instead of the output made so far (some
+    # SGLang versions): what it had generated is lost.
+    output_lost: bool = False
 
 
 def parse_generate_response(body: Any) -> GenerateResult:
@@ -332,10 +335,11 @@ def parse_generate_response(body: Any) -> GenerateResult:
     )
 
 
-def aborted_result(rid: str, attempts: int, message: str) -> GenerateResult:
+def aborted_result(rid: str, attempts: int, message: str, output_lost: bool = False) -> GenerateResult:
     """The result of a generate the caller aborted when the server gave no abort response."""
     return GenerateResult(
         output_ids=[], finish_reason="abort", prompt_tokens=0, completion_tokens=0, rid=rid, attempts=attempts,
+        output_lost=output_lost,
     )
 
 

@@ -303,6 +303,7 @@ class Engine:
         goes through the same budget, record and resume path as a generated response."""
         result = GenerateResult(prompt.response_ids, prompt.finish_reason, len(prompt.input_ids),
                                 len(prompt.response_ids), rid)
+        # Never cut: a trace costs no GPU time, and the rest of it is worth keeping.
         self._write(run, prompt, {}, result, queued_s, 0.0)
 
     async def _request(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
@@ -344,7 +345,10 @@ class Engine:
         """A request cut at the budget: its partial response kept, cut to what this replica may
         still add (the tokens past it are the excess). A request that had made nothing is sent
         again if the dataset still wants more."""
-        room = run.remaining(time.monotonic())
+        now = time.monotonic()
+        if result.output_lost:
+            self._stop_cutting()
+        room = run.remaining(now)
         output_ids = result.output_ids[:room]
         if not output_ids:
             if room > 0:
@@ -352,6 +356,17 @@ class Engine:
             return
         cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid, result.attempts)
         self._write(run, prompt, params, cut, queued_s, e2e_s, generated=result.completion_tokens)
+
+    def _stop_cutting(self) -> None:
+        """The server answered an aborted request with an error instead of its output (some SGLang
+        versions answer 400 or 500, docs/sglang.md): nothing can be kept of a cut, so every dataset
+        aborts at the budget from now on, as with `at_budget: abort`."""
+        if any(r.cut for r in self.runs):
+            log.warning("the server answers aborted requests without their output: cutting at the budget is "
+                        "off for this process; requests in flight at the budget are aborted instead")
+        for r in self.runs:
+            r.cut = False
+            r.changed()
 
     def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float,
                generated: int | None = None) -> None:
@@ -417,18 +432,19 @@ class Engine:
             abort.add_done_callback(self._abort_tasks.discard)
         return rids
 
-    def _cut(self, run: DatasetRun) -> None:
-        """Cutting at the budget: the requests in flight have made what this replica may add. They
+    def _cut(self, run: DatasetRun, rows: list[int]) -> None:
+        """Cutting at the budget: the requests in flight have made what this replica may add. These
         are aborted at the server and their partial responses, which the aborted calls answer
         with, are kept (`_write_cut`); nothing is sent for the dataset until they are in."""
-        entries = [e for e in run.in_flight.values() if not e.task.done() and not e.cut]
+        entries = [e for row in rows if not (e := run.in_flight[row]).task.done() and not e.cut]
         for entry in entries:
             entry.cut = True
         run.cutting += len(entries)
         if entries:
-            log.info("%s: cutting %d requests in flight at %d tokens (about %d made in flight, %d to add)",
-                     run.name, len(entries), run.own_tokens, run.estimate(time.monotonic()).outlook.partial,
-                     run.remaining(time.monotonic()))
+            now = time.monotonic()
+            log.info("%s: cutting %d of %d requests in flight at %d tokens (about %d made by them, %d to add)",
+                     run.name, len(entries), len(run.in_flight), run.own_tokens,
+                     sum(run.estimate(now).partials[e.prompt.row] for e in entries), run.remaining(now))
             abort = asyncio.create_task(self._abort([e.rid for e in entries]))
             self._abort_tasks.add(abort)
             abort.add_done_callback(self._abort_tasks.discard)
@@ -440,8 +456,9 @@ class Engine:
             run.cut_timer.cancel()
             run.cut_timer = None
         now = time.monotonic()
-        if run.should_cut(now):
-            self._cut(run)
+        rows = run.rows_to_cut(now)
+        if rows:
+            self._cut(run, rows)
             return
         wait = run.seconds_to_cut(now)
         if wait is not None:

@@ -206,7 +206,7 @@ class SGLangClient:
         if rid in self._aborted:
             # some SGLang versions answer an aborted request with a 400 or a 500 instead of a 200
             # whose finish_reason is abort
-            return aborted_result(attempt_rid, 0, parse_error_message(payload))
+            return aborted_result(attempt_rid, 0, parse_error_message(payload), output_lost=True)
         if not is_retryable(status):
             raise BadRequest(parse_error_message(payload), status)
         return status

@@ -79,6 +79,20 @@ async def test_cut_at_the_budget_keeps_the_partial_responses_and_makes_it_exactl
     assert sim.stats.tokens_generated_total - 12_000 < 0.10 * 12_000
 
 
+async def test_a_server_that_answers_aborts_without_output_is_aborted_at_the_budget_instead(
+        simulator, tmp_path, tokenizer_path, prompts_file):
+    sim = simulator(profile="chat", speedup=10.0, abort_status=400)
+    cfg = config(sim, tmp_path, tokenizer_path, [
+        {"name": "a", "path": prompts_file, "budget_tokens": 8000, "concurrency": 20},
+        {"name": "b", "path": prompts_file, "budget_tokens": 4000},
+    ])
+    assert await run_generate(cfg) == exit_codes.OK
+    for name, budget_tokens in (("a", 8000), ("b", 4000)):
+        recs = assert_consistent(tmp_path, name)
+        assert sum(r["completion_tokens"] for r in recs) >= budget_tokens
+        assert not any(r.get("cut_at_budget") for r in recs)
+
+
 async def test_dataset_at_budget_is_skipped_on_restart(simulator, tmp_path, tokenizer_path, prompts_file):
     sim = simulator(**FAST_SIM, profile="fixed:100")
     datasets = [{"name": "a", "path": prompts_file, "budget_tokens": 1000}]
