@@ -159,30 +159,13 @@ def settles(is_receiver: bool, remaining: int, in_flight: int, outlook: Outlook,
     return remaining <= 0 if cut else not wants_another(False, remaining, outlook.nothing_in_flight())
 
 
-# A cut first stops the oldest requests, worth this share of what remains by the clock, and lets the
-# youngest run on: the answers of the ones cut say exactly what they made, so the rest is cut on a
-# corrected clock and its error applies to a fifth of the remainder. Cutting everything at once, the
-# clock's error on the whole remainder was the excess (a 4-replica 10M-token run of
-# bench/budget_precision.py: 0.67 % median, 1.16 % worst).
-FIRST_CUT_SHARE = 0.8
-# Below this remainder the cut takes every request at once: not worth another round trip.
-FINAL_CUT_TOKENS = 4096
-
-
-def requests_to_cut(partials_oldest_first: list[float], remaining: int) -> int:
-    """How many of the requests in flight (oldest first, by what they have made) to cut now: none
-    before they have made `remaining` between them; then the oldest worth up to `FIRST_CUT_SHARE`
-    of it, or all of them when the remainder is small or the oldest alone is worth more."""
-    if not partials_oldest_first or sum(partials_oldest_first) < remaining:
-        return 0
-    if remaining <= FINAL_CUT_TOKENS:
-        return len(partials_oldest_first)
-    count, made = 0, 0.0
-    for partial in partials_oldest_first:
-        if made + partial > FIRST_CUT_SHARE * remaining:
-            break
-        count, made = count + 1, made + partial
-    return count or len(partials_oldest_first)
+def cuts_now(remaining: int, outlook: Outlook) -> bool:
+    """Whether the requests in flight, cutting at the budget, have made what this replica may add:
+    then every one of them is stopped and its partial response kept, cut to what is left. (Cutting
+    the oldest first and letting the youngest run on, to cut those on a clock the first answers
+    had corrected, was measured worse: the young ones ran on unwatched while the first answers
+    came in, and overshot.)"""
+    return outlook.in_flight > 0 and outlook.partial >= remaining
 
 
 def seconds_to_cut(remaining: int, outlook: Outlook, speed: float) -> float | None:

@@ -1,8 +1,6 @@
 import pytest
 
 from draftgen_contracts.budget_shares import (
-    FINAL_CUT_TOKENS,
-    FIRST_CUT_SHARE,
     MARGIN_SD,
     MIN_PIECE_TOKENS,
     RESERVE_RESPONSES,
@@ -10,9 +8,9 @@ from draftgen_contracts.budget_shares import (
     Spend,
     aims_exactly,
     allowance,
+    cuts_now,
     first_receiver,
     receiver,
-    requests_to_cut,
     seconds_to_cut,
     settles,
     static_share,
@@ -153,17 +151,8 @@ def test_cutting_a_replica_settles_when_its_share_is_made_exactly():
 
 
 def test_the_cut_comes_when_the_requests_in_flight_have_made_what_remains():
-    assert requests_to_cut([400.0, 300.0, 299.0], 1000) == 0
-    assert requests_to_cut([], 0) == 0  # nothing in flight: nothing to cut
-    assert requests_to_cut([400.0, 300.0, 300.0], 1000) == 3  # a small remainder: all at once
-
-
-def test_a_large_remainder_is_cut_oldest_first_and_the_young_run_on():
-    remaining = 100 * FINAL_CUT_TOKENS
-    partials = [0.3 * remaining, 0.3 * remaining, 0.2 * remaining, 0.1 * remaining, 0.1 * remaining]
-    assert FIRST_CUT_SHARE == 0.8 and requests_to_cut(partials, remaining) == 3
-    # The oldest alone is worth more than the first cut's share: everything at once.
-    assert requests_to_cut([0.9 * remaining, 0.2 * remaining], remaining) == 2
+    assert not cuts_now(1000, in_flight(999.0, 4)) and cuts_now(1000, in_flight(1000.0, 4))
+    assert not cuts_now(0, in_flight(0.0, 0))  # nothing in flight: nothing to cut
 
 
 def test_when_the_cut_should_come():

@@ -60,7 +60,6 @@ ESTIMATE_TTL_S = 0.2
 @dataclass(frozen=True)
 class Estimate:
     finals: dict[int, float]  # by row, oldest request first: the length each is expected to end at
-    partials: dict[int, float]  # the same rows: what each has made so far
     outlook: Outlook  # what they bring in all, and one more request
 
 
@@ -163,8 +162,7 @@ class DatasetRun:
             outlook = Outlook(coverage=sum(m for m, _ in finals), variance=sum(v for _, v in finals),
                               response=moments.mean[0], response_variance=moments.variance[0],
                               partial=sum(partials), in_flight=len(partials))
-            self._estimate = Estimate({f.prompt.row: m for f, (m, _) in zip(oldest_first, finals)},
-                                      {f.prompt.row: p for f, p in zip(oldest_first, partials)}, outlook)
+            self._estimate = Estimate({f.prompt.row: m for f, (m, _) in zip(oldest_first, finals)}, outlook)
             self._estimate_key = key
         return self._estimate
 
@@ -205,14 +203,11 @@ class DatasetRun:
         return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook,
                                                cut=self.cut, fill=filling and self.cut and self.fills())
 
-    def rows_to_cut(self, now: float) -> list[int]:
-        """Cutting at the budget: the requests to stop now, once those in flight have made what this
-        replica may add (budget_shares.requests_to_cut), oldest first."""
-        if not self.cut or self.cutting or self.stopping or not self.in_flight:
-            return []
-        partials = self.estimate(now).partials
-        count = budget_shares.requests_to_cut(list(partials.values()), self.remaining(now))
-        return list(partials)[:count]
+    def should_cut(self, now: float) -> bool:
+        """Cutting at the budget: whether the requests in flight have made what this replica may
+        add (budget_shares.cuts_now)."""
+        return (self.cut and not self.cutting and not self.stopping
+                and budget_shares.cuts_now(self.remaining(now), self.estimate(now).outlook))
 
     def seconds_to_cut(self, now: float) -> float | None:
         if not self.cut or self.cutting or self.stopping:

@@ -167,6 +167,9 @@ class Engine:
         the last progress published, the part files closed."""
         for feed in feeds:
             feed.cancel()
+        for run in self.runs:
+            if run.cut_timer is not None:
+                run.cut_timer.cancel()
         await asyncio.gather(*feeds, return_exceptions=True)
         if self._shutdown or self._failed:
             await self._abort_everything()
@@ -432,19 +435,18 @@ class Engine:
             abort.add_done_callback(self._abort_tasks.discard)
         return rids
 
-    def _cut(self, run: DatasetRun, rows: list[int]) -> None:
-        """Cutting at the budget: the requests in flight have made what this replica may add. These
+    def _cut(self, run: DatasetRun) -> None:
+        """Cutting at the budget: the requests in flight have made what this replica may add. They
         are aborted at the server and their partial responses, which the aborted calls answer
         with, are kept (`_write_cut`); nothing is sent for the dataset until they are in."""
-        entries = [e for row in rows if not (e := run.in_flight[row]).task.done() and not e.cut]
+        entries = [e for e in run.in_flight.values() if not e.task.done() and not e.cut]
         for entry in entries:
             entry.cut = True
         run.cutting += len(entries)
         if entries:
             now = time.monotonic()
-            log.info("%s: cutting %d of %d requests in flight at %d tokens (about %d made by them, %d to add)",
-                     run.name, len(entries), len(run.in_flight), run.own_tokens,
-                     sum(run.estimate(now).partials[e.prompt.row] for e in entries), run.remaining(now))
+            log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
+                     run.name, len(entries), run.own_tokens, run.estimate(now).outlook.partial, run.remaining(now))
             abort = asyncio.create_task(self._abort([e.rid for e in entries]))
             self._abort_tasks.add(abort)
             abort.add_done_callback(self._abort_tasks.discard)
@@ -456,9 +458,8 @@ class Engine:
             run.cut_timer.cancel()
             run.cut_timer = None
         now = time.monotonic()
-        rows = run.rows_to_cut(now)
-        if rows:
-            self._cut(run, rows)
+        if run.should_cut(now):
+            self._cut(run)
             return
         wait = run.seconds_to_cut(now)
         if wait is not None:

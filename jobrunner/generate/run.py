@@ -32,10 +32,11 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics)."""
     tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
-    # Room for every class's requests plus the aborts, so an abort never waits for a connection.
-    connections = sum(c.concurrency for c in config.prompt_classes) + 64
+    # No pool limit: the engine bounds the requests in flight (the classes, and the slots a finished
+    # class lends, known only once the server says its context length), and a cut aborts every one
+    # of them at once; an abort that waited for a connection would let its request run on.
     async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
-                            max_connections=connections) as client:
+                            max_connections=0) as client:
         engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
         if metrics_address:
             metrics.serve(metrics_address, config.run_id, lambda: engine.last_progress)

@@ -50,7 +50,7 @@ class SGLangClient:
         self,
         base_url: str,
         *,
-        max_connections: int = 256,
+        max_connections: int = 256,  # 0: no limit (aiohttp's TCPConnector)
         request_timeout_s: float = 3600.0,
         connect_timeout_s: float = 10.0,
         probe_timeout_s: float = 10.0,
