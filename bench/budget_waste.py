@@ -59,9 +59,9 @@ async def run(args, work: Path, url: str) -> tuple[float, int]:
                 decided.append(time.monotonic())
             stop(run)
 
-        def timed_cut(run, rows):
+        def timed_cut(run):
             decided.append(time.monotonic())
-            cut(run, rows)
+            cut(run)
 
         engine._stop, engine._cut = timed_stop, timed_cut
         await engine.run()
