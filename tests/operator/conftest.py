@@ -148,9 +148,18 @@ class Run:
         return self.get().get("status") or {}
 
     def patch_spec(self, change):
-        obj = self.get()
-        change(obj["spec"])
-        self.custom.replace_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL, self.name, obj)
+        """Read, change, replace, as `kubectl edit` does: again on a conflict (the operator writes the
+        object's status meanwhile, which moves its resourceVersion)."""
+        for attempt in range(5):
+            obj = self.get()
+            change(obj["spec"])
+            try:
+                self.custom.replace_namespaced_custom_object(names.GROUP, names.VERSION, self.namespace, names.PLURAL,
+                                                             self.name, obj)
+                return
+            except client.ApiException as e:
+                if e.status != 409 or attempt == 4:
+                    raise
 
     def wait_phase(self, *phases, timeout_s=180):
         def reached():
