@@ -44,10 +44,10 @@ class DecodeClock:
     def observe(self, sent: float, answered: float, tokens: int) -> None:
         """A request sent at `sent` came back at `answered` with `tokens` generated."""
         a, b = max(self._position(sent), float(self.base)), self._position(answered)
-        if b <= a or tokens <= 0:
+        if b <= a or tokens < 0:
             return
         last = math.ceil(b)  # absolute bins [int(a), last) are spanned
-        carried = self.rate() or tokens / (answered - sent)
+        carried = self.rate() if self.known > self.base else tokens / (answered - sent)
         while self.base + len(self.rates) < last:
             self.rates.append(carried)
         for k in range(max(self.known, self.base), last):  # met for the first time: the rate so far

@@ -265,8 +265,9 @@ class Engine:
 
     def _can_dispatch(self, run: DatasetRun, prompt: Prompt) -> bool:
         cls = self.classes[prompt.prompt_class]
-        if not class_slots.may_take_slot(cls, self.classes, self.class_in_flight, self._idle_classes(),
-                                         self.context_length):
+        # The idle classes only matter to a full class: they are not worked out on every wake-up.
+        if self.class_in_flight[cls.name] >= cls.concurrency and not class_slots.may_take_slot(
+                cls, self.classes, self.class_in_flight, self._idle_classes(), self.context_length):
             return False
         if run.config.concurrency is not None and len(run.in_flight) >= run.config.concurrency:
             return False
@@ -354,6 +355,9 @@ class Engine:
         room = run.remaining(now)
         output_ids = result.output_ids[:room]
         if not output_ids:
+            if not result.output_lost:  # what it made (maybe nothing) still corrects the clock
+                run.clock.observe(now - e2e_s, now, result.completion_tokens)
+                run.changed()
             if room > 0:
                 run.requeued.append(prompt)
             return
@@ -430,10 +434,13 @@ class Engine:
                 entry.task.cancel()
                 rids.append(entry.rid)
         if rids:
-            abort = asyncio.create_task(self._abort(rids))
-            self._abort_tasks.add(abort)
-            abort.add_done_callback(self._abort_tasks.discard)
+            self._send_aborts(rids)
         return rids
+
+    def _send_aborts(self, rids: list[str]) -> None:
+        abort = asyncio.create_task(self._abort(rids))
+        self._abort_tasks.add(abort)
+        abort.add_done_callback(self._abort_tasks.discard)
 
     def _cut(self, run: DatasetRun) -> None:
         """Cutting at the budget: the requests in flight have made what this replica may add. They
@@ -447,9 +454,7 @@ class Engine:
             now = time.monotonic()
             log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
                      run.name, len(entries), run.own_tokens, run.estimate(now).outlook.partial, run.remaining(now))
-            abort = asyncio.create_task(self._abort([e.rid for e in entries]))
-            self._abort_tasks.add(abort)
-            abort.add_done_callback(self._abort_tasks.discard)
+            self._send_aborts([e.rid for e in entries])
 
     def _plan_cut(self, run: DatasetRun) -> None:
         """Cut now if the requests in flight have made what remains, else look again when they
