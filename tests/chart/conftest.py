@@ -23,7 +23,8 @@ def tool(name: str) -> str:
 
 def helm(*args: str, check: bool = True, kubeconfig: Path | None = None) -> subprocess.CompletedProcess:
     argv = [tool("helm"), *args, *(["--kubeconfig", str(kubeconfig)] if kubeconfig else [])]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    # Past the longest --timeout a test gives Helm (helm test: 300 s), so Helm says why it stopped.
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=360)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(argv)} exited with {proc.returncode}:\n{proc.stderr}")
     return proc

@@ -73,7 +73,7 @@ def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, rele
     helm("install", "answers", str(CHART), "--namespace", release_namespace, "--wait", "--timeout", "90s",
          *set_args(values), *local, kubeconfig=cluster.kubeconfig)
     try:
-        proc = helm("test", "answers", "--namespace", release_namespace, "--timeout", "120s",
+        proc = helm("test", "answers", "--namespace", release_namespace, "--timeout", "300s",
                     kubeconfig=cluster.kubeconfig, check=False)
         said = "".join(p.read_text() for p in (cluster.state_dir / "pods").glob("*/answers.log"))
         assert proc.returncode == 0, proc.stdout + proc.stderr + said

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
+from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
 from draftgen_dev.cluster.kubelet.image_pull import pull_error, registry_host
 from draftgen_dev.cluster.kubelet.pod_env import expand_vars
-from tests.conftest import is_gone, wait_for
+from tests.conftest import REPO, is_gone, wait_for
 
 MAIN = textwrap.dedent("""
     import os, urllib.request, pathlib
@@ -149,3 +152,51 @@ def test_image_references_name_their_registry_host():
 def test_expand_vars_follows_kubernetes_rules():
     env = {"A": "1", "B": "two"}
     assert expand_vars("$(A)-$(B)-$(C)-$$(A)", env) == "1-two-$(C)-$(A)"
+
+
+def pod_names(core, namespace, label):
+    return {p.metadata.name for p in core.list_namespaced_pod(namespace, label_selector=label).items}
+
+
+def test_a_deployments_crashing_container_restarts_in_place_and_its_replicaset_keeps_one_pod(cluster, k8s, namespace):
+    """restartPolicy Always: the kubelet restarts the container with a back-off; failing the pod instead
+    made the ReplicaSet create a new one for every crash (hundreds a minute, issue 21)."""
+    setup_namespace(cluster, k8s, namespace)
+    core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
+    pod = local_pod("crashes", [sys.executable, "-c", "raise SystemExit(3)"])
+    pod["spec"]["restartPolicy"] = "Always"
+    pod["metadata"]["labels"]["app"] = "crashes"
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "crashes"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "crashes"}}, "template": pod}})
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # a minute: the 10 s and 20 s back-offs and three crashes
+        seen |= pod_names(core, namespace, "app=crashes")
+        assert len(seen) <= 1, f"the ReplicaSet made {len(seen)} pods: {sorted(seen)}"
+        time.sleep(0.5)
+    assert len(seen) == 1
+    got = core.read_namespaced_pod(seen.pop(), namespace).status
+    status = got.container_statuses[0]
+    assert got.phase == "Running" and status.restart_count >= 2, (got.phase, status)
+    assert status.last_state.terminated.exit_code == 3
+    assert status.state.waiting is None or status.state.waiting.reason == "CrashLoopBackOff"
+
+
+def test_a_volume_over_the_checkout_hides_nothing_the_container_runs_from(cluster, k8s, namespace):
+    """A container runs from this checkout's Python environment; an emptyDir over the folder the
+    checkout is in (as the chart's /tmp over a clone under /tmp) is mounted, and the checkout is
+    brought back inside it."""
+    if REPO.parent == Path("/"):
+        pytest.skip("the checkout is at the root: no folder above it to mount over")
+    setup_namespace(cluster, k8s, namespace)
+    core = client.CoreV1Api(k8s)
+    listing = f"import os; print('listing', sorted(os.listdir({str(REPO.parent)!r})))"
+    pod = local_pod("covered", [sys.executable, "-c", listing])
+    pod["spec"]["volumes"].append({"name": "cover", "emptyDir": {}})
+    pod["spec"]["containers"][0]["volumeMounts"].append({"name": "cover", "mountPath": str(REPO.parent)})
+    created = core.create_namespaced_pod(namespace, pod)
+    wait_for(lambda: phase(core, namespace, "covered") in ("Succeeded", "Failed"), 60, "the pod to finish", cluster)
+    log = (cluster.state_dir / "pods" / created.metadata.uid / "main.log").read_text()
+    assert phase(core, namespace, "covered") == "Succeeded", log
+    assert f"listing {[REPO.name]!r}" in log, log  # the volume, holding only the checkout brought back

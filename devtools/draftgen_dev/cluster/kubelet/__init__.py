@@ -18,6 +18,12 @@ the scheduler has bound it to a node, is run here instead, as a kubelet would ru
   or kube-proxy here), so `http://svc.ns.svc:PORT` works where the Service's port is its target port;
 - the pod's status follows the processes: Running, then Succeeded or Failed with each container's
   exit code (so a Job's podFailurePolicy sees real exit codes);
+- a main container that exits is started again in place when the pod's restartPolicy says so
+  (Always, a Deployment's; OnFailure on a non-zero exit), after the same back-off as below, in
+  `CrashLoopBackOff` meanwhile with the pod still Running, so a crashing Deployment pod stays one pod
+  (a real kubelet's back-off also resets after ten minutes of running well; this one never resets);
+- a volume mounted over the folder that holds this Python environment or the checkout (an emptyDir
+  at /tmp over a clone under /tmp) hides neither: they are mounted back inside it (pod_exec);
 - a pod marked for deletion gets SIGTERM, SIGKILL after its grace period, then is removed;
 - a native sidecar that exits (or fails its startup probe) before it has started is restarted after a
   back-off (10 s doubling up to 5 min), in `CrashLoopBackOff` with its restart count and last exit

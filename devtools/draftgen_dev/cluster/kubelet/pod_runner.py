@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 
@@ -31,6 +32,14 @@ def back_off_s(failures: int) -> float:
     return min(BACK_OFF_MAX_S, BACK_OFF_FIRST_S * 2 ** max(0, failures - 1))
 
 
+def restarts(restart_policy: str | None, exit_code: int) -> bool:
+    """Whether a main container that exited is started again in place, as the pod's restartPolicy
+    says (Always by default, as the API server defaults it). A Deployment's pod is never failed for
+    a crash: failing it would make its ReplicaSet create a new pod for every crash."""
+    policy = restart_policy or "Always"
+    return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
+
 class PodRunner(threading.Thread):
     def __init__(self, kubelet, pod: client.V1Pod, pod_ip: str):  # kubelet: the LocalKubelet that owns it
         super().__init__(daemon=True, name=f"pod-{pod.metadata.name}")
@@ -42,9 +51,15 @@ class PodRunner(threading.Thread):
         self.procs: dict[str, subprocess.Popen] = {}
         self.terminating = threading.Event()
         self.statuses: dict[str, dict] = {}
+        # Main containers run in threads of their own; one status is built and sent at a time.
+        self.status_lock = threading.Lock()
 
     # --- status -----------------------------------------------------------------------------------
     def _patch_status(self, phase: str, ready: bool = False, message: str | None = None) -> None:
+        with self.status_lock:
+            self._send_status(phase, ready, message)
+
+    def _send_status(self, phase: str, ready: bool, message: str | None) -> None:
         spec = self.pod.spec
         sidecars = [c.name for c in (spec.init_containers or [])]
         status = {
@@ -74,9 +89,24 @@ class PodRunner(threading.Thread):
             "restartCount": old.get("restartCount", 0), "started": "running" in state, "state": state,
             **({"lastState": old["lastState"]} if "lastState" in old else {})}
 
-    def _waiting(self, container, reason: str, message: str) -> None:
+    def _waiting(self, container, reason: str, message: str, phase: str = "Pending") -> None:
         self._container_status(container, {"waiting": {"reason": reason, "message": message}})
-        self._patch_status("Pending")
+        self._patch_status(phase, ready=self._mains_ready())
+
+    def _mains_ready(self) -> bool:
+        return all(self.statuses.get(c.name, {}).get("ready") for c in self.pod.spec.containers)
+
+    def _crash_loop_back_off(self, container, phase: str) -> float:
+        """A container that exited is restarted after a back-off, in CrashLoopBackOff meanwhile, with
+        its restart count and last state; the seconds to wait."""
+        status = self.statuses[container.name]
+        status["restartCount"] += 1
+        status["lastState"] = status["state"]
+        wait = back_off_s(status["restartCount"])
+        meta = self.pod.metadata
+        self._waiting(container, "CrashLoopBackOff", f"back-off {wait:.0f}s restarting failed "
+                      f"container={container.name} pod={meta.name}_{meta.namespace}({meta.uid})", phase)
+        return wait
 
     def _pulled(self, container) -> bool:
         """Pull the container's image, backing off as a kubelet does while it cannot; False once the
@@ -102,6 +132,8 @@ class PodRunner(threading.Thread):
                                 cwd=container.working_dir or str(self.dir), start_new_session=True)
         logfile.close()
         self.procs[container.name] = proc
+        if self.terminating.is_set():  # stopped while this one started: terminate() may not have seen it
+            self._terminate(proc, 0)
         self._container_status(container, {"running": {"startedAt": now()}})
         log.info("pod %s/%s: started %s (pid %d)", self.pod.metadata.namespace, self.pod.metadata.name,
                  container.name, proc.pid)
@@ -149,14 +181,9 @@ class PodRunner(threading.Thread):
                     return
         if not all(self._pulled(c) for c in spec.containers):
             return self._stopped_before_start()
-        mains = [(c, self._start(c, volumes, sa_dir)) for c in spec.containers]
-        for c, _ in mains:
-            self.statuses[c.name]["ready"] = True
-        self._patch_status("Running", ready=True)
-        codes = {}
-        for container, proc in mains:
-            codes[container.name] = proc.wait()
-            self._finish(container, codes[container.name])
+        with ThreadPoolExecutor(len(spec.containers), thread_name_prefix=self.name) as pool:
+            runs = {c.name: pool.submit(self._run_main, c, volumes, sa_dir) for c in spec.containers}
+        codes = {name: run.result() for name, run in runs.items()}  # an exception fails the pod (run)
         for container, proc in sidecars:  # sidecars stop after the main containers, as in Kubernetes
             self._terminate(proc, 10)
             self._finish(container, proc.returncode if proc.returncode is not None else 137)
@@ -166,6 +193,27 @@ class PodRunner(threading.Thread):
         failed = {n: c for n, c in codes.items() if c != 0}
         self._patch_status("Failed" if failed else "Succeeded",
                            message=f"containers exited {failed}" if failed else None)
+
+    def _run_main(self, container, volumes, sa_dir) -> int:
+        """One main container to its last exit code, started again in place after each exit the pod's
+        restartPolicy restarts (after a back-off), until the pod is stopped."""
+        try:
+            return self._supervise(container, volumes, sa_dir)
+        except Exception:
+            self.terminate(0)  # the other main containers stop too, so the pod fails rather than hangs
+            raise
+
+    def _supervise(self, container, volumes, sa_dir) -> int:
+        while True:
+            proc = self._start(container, volumes, sa_dir)
+            self.statuses[container.name]["ready"] = True
+            self._patch_status("Running", ready=self._mains_ready())
+            code = proc.wait()
+            self._finish(container, code)
+            if self.terminating.is_set() or not restarts(self.pod.spec.restart_policy, code):
+                return code
+            if self.terminating.wait(self._crash_loop_back_off(container, "Running")):
+                return code
 
     def _stopped_before_start(self) -> None:
         # Terminal, as a kubelet reports it: a Job's pod keeps its tracking finalizer until then.
@@ -184,14 +232,7 @@ class PodRunner(threading.Thread):
                 return None
             self._terminate(proc, 0)
             self._finish(container, proc.returncode)
-            status = self.statuses[container.name]
-            status["restartCount"] += 1
-            status["lastState"] = status["state"]
-            wait = back_off_s(status["restartCount"])
-            meta = self.pod.metadata
-            self._waiting(container, "CrashLoopBackOff", f"back-off {wait:.0f}s restarting failed "
-                          f"container={container.name} pod={meta.name}_{meta.namespace}({meta.uid})")
-            if self.terminating.wait(wait):
+            if self.terminating.wait(self._crash_loop_back_off(container, "Pending")):
                 return None
 
     @staticmethod
