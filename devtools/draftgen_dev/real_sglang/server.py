@@ -1,0 +1,109 @@
+"""One real SGLang server process on the CPU: started on 127.0.0.1 with the tiny model, ready when
+`/ready` answers 200, stopped by its process group (SGLang's scheduler and detokenizer are children
+of the launcher)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .install import PLATFORM_NAME, ensure_installed
+
+# What the CPU needs: SGLang's pure-torch attention, a KV pool sized for a laptop, no CUDA device.
+CPU_ARGS = ("--device", "cpu", "--attention-backend", "torch_native", "--max-total-tokens", "16384")
+STARTUP_TIMEOUT_S = 300.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RealSGLang:
+    """`RealSGLang(model_dir, log_path, *args).start()`; `.base_url`, `.get(path)`, `.stop()`."""
+
+    def __init__(self, model_dir: str | os.PathLike, log_path: Path, *args: str, port: int | None = None):
+        self.model_dir = str(model_dir)
+        self.log_path = Path(log_path)
+        self.args = args
+        self.port = port or free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        return [str(ensure_installed()), "-m", "sglang.launch_server", "--model-path", self.model_dir,
+                "--host", "127.0.0.1", "--port", str(self.port), *CPU_ARGS, *self.args]
+
+    def start(self) -> "RealSGLang":
+        env = {**os.environ, "SGLANG_PLATFORM": PLATFORM_NAME, "CUDA_VISIBLE_DEVICES": "",
+               "PYTHONUNBUFFERED": "1"}
+        command = self.command()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"SGLang exited {self.proc.returncode} while starting:\n{self.log_tail()}")
+            try:
+                if self.get("/ready")[0] == 200:
+                    return
+            except OSError:
+                pass  # not listening yet
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"SGLang not ready after {timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(self.base_url + path, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def post(self, path: str, body: dict) -> tuple[int, bytes]:
+        request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL after the grace period."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+                self.proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                break
+        # The children may outlive the launcher by a moment; the group is killed for good.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,107 @@
+"""jobrunner generate against the real SGLang 0.5.23 (CPU, tiny model): exact ids through the chat
+template, the cut at the budget, and aborts of running and queued requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from transformers import AutoTokenizer
+
+from draftgen_contracts import exit_codes
+from jobrunner import output
+from jobrunner.config import parse_config
+from jobrunner.generate.run import run_generate
+from jobrunner.sglang.client import SGLangClient
+from tests.jobrunner.conftest import write_prompts
+from tests.real_sglang.conftest import MAX_RUNNING, generation_tokens
+
+
+def config(server, tmp_path, model, datasets, **extra):
+    return parse_config({
+        "server_url": server.base_url, "output_root": str(tmp_path / "out"), "tokenizer_path": str(model),
+        "startup_timeout_s": 30, "progress_interval_s": 0.5, "datasets": datasets, **extra})
+
+
+def records(tmp_path, dataset):
+    return [r for p in output.record_files(tmp_path / "out", dataset) for r in output.iter_records(p)]
+
+
+async def test_stored_ids_are_the_servers_own_through_the_real_chat_template(real_sglang, real_model, tmp_path):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 20)
+    greedy = {"temperature": 0.0}
+    cfg = config(real_sglang, tmp_path, real_model, [
+        {"name": "a", "path": prompts, "budget_tokens": 300, "concurrency": 1, "sampling_params": greedy}],
+        at_budget="abort")
+    assert await run_generate(cfg) == exit_codes.OK, real_sglang.log_tail()
+    recs = records(tmp_path, "a")
+    assert recs and sum(r["completion_tokens"] for r in recs) >= 300
+    tokenizer = AutoTokenizer.from_pretrained(str(real_model))
+    rows = [json.loads(line) for line in open(prompts)]
+    for r in recs:
+        expected = tokenizer.apply_chat_template(rows[r["row"]]["messages"], add_generation_prompt=True, tokenize=True,
+                                                 return_dict=False)
+        assert r["input_ids"] == list(expected)
+        # The same request again, alone as it was: greedy decoding answers the very ids that were stored.
+        status, body = real_sglang.post("/generate", {"input_ids": r["input_ids"],
+                                                      "sampling_params": {**greedy, **r["sampling_params"]}})
+        assert status == 200, body
+        answer = json.loads(body)
+        assert answer["output_ids"] == r["output_ids"]
+        assert answer["meta_info"]["completion_tokens"] == r["completion_tokens"] == len(r["output_ids"])
+        assert answer["meta_info"]["finish_reason"]["type"] == r["finish_reason"] == "stop" or r["finish_reason"] == "length"
+
+
+def run_budgets(server, tmp_path, model, prompts, budgets, at_budget) -> float:
+    """One generate run with these budgets; what the server generated for it, by its own count."""
+    cfg = config(server, tmp_path / at_budget, model, [
+        {"name": name, "path": prompts, "budget_tokens": budget, "concurrency": MAX_RUNNING}
+        for name, budget in budgets.items()], at_budget=at_budget)
+    before = generation_tokens(server)
+    assert asyncio.run(run_generate(cfg)) == exit_codes.OK, server.log_tail()
+    return generation_tokens(server) - before
+
+
+def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sglang, real_model, tmp_path):
+    """Every token the server makes past the budgets is waste, kept or thrown away. Cutting keeps
+    exactly the budget; what it still wastes (the requests in flight run on between the decision and
+    the abort, and past what the decode clock guessed) is measured against aborting the same run,
+    whose waste is the wave of whole responses in flight when each budget is met."""
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 300)
+    budgets = {"a": 3000, "b": 2000}
+    wanted = sum(budgets.values())
+    made = {mode: run_budgets(real_sglang, tmp_path, real_model, prompts, budgets, mode) for mode in ("cut", "abort")}
+    for name, budget in budgets.items():
+        recs = records(tmp_path / "cut", name)
+        assert sum(r["completion_tokens"] for r in recs) == budget
+        cut = [r for r in recs if r.get("cut_at_budget")]
+        assert cut and all(r["finish_reason"] == "length" for r in cut)
+        assert sum(r["completion_tokens"] for r in records(tmp_path / "abort", name)) >= budget
+    waste = {mode: tokens - wanted for mode, tokens in made.items()}
+    print(f"real server, budgets {wanted}: waste when cutting {waste['cut']:.0f} ({waste['cut'] / wanted:.1%}), "
+          f"when aborting {waste['abort']:.0f} ({waste['abort'] / wanted:.1%})")
+    assert 0 <= waste["cut"] < waste["abort"]
+
+
+async def test_aborts_of_running_and_queued_requests_answer_what_they_made(real_sglang, real_model):
+    tokenizer = AutoTokenizer.from_pretrained(str(real_model))
+    prompt = tokenizer.encode("question 1: what is 1 + 1?")
+    async with SGLangClient(real_sglang.base_url) as client:
+        rids = [f"abort-test-{i}" for i in range(MAX_RUNNING + 3)]
+        long = {"max_new_tokens": 1500, "ignore_eos": True}
+        calls = [asyncio.create_task(client.generate(prompt, long, rid)) for rid in rids]
+        await asyncio.sleep(3.0)  # the first MAX_RUNNING decode; the rest wait in the queue
+        for rid in rids:
+            await client.abort(rid)
+        results = await asyncio.wait_for(asyncio.gather(*calls), 60)
+        assert all(r.finish_reason == "abort" and r.completion_tokens == len(r.output_ids) for r in results)
+        running = [r for r in results if r.output_ids]
+        queued = [r for r in results if not r.output_ids]
+        # A queued request answers "Abort in waiting queue" with no prompt_tokens: read as aborted with
+        # nothing made (so its row is given back), never as an invalid answer.
+        assert len(running) == MAX_RUNNING and len(queued) == 3, [r.completion_tokens for r in results]
+        assert all(0 < r.completion_tokens < 1500 for r in running)
+        assert all(r.prompt_tokens == 0 for r in queued)
+        # The server serves on.
+        after = await client.generate(prompt, {"max_new_tokens": 5, "ignore_eos": True}, "after-aborts")
+        assert after.finish_reason == "length" and after.completion_tokens == 5
