@@ -101,6 +101,24 @@ class BadRequest(SGLangError):
         self.message = message
         self.status = status
 
+    @property
+    def skip_reason(self) -> str:
+        """The reason its row is skipped with."""
+        return f"http_{self.status}"
+
+
+class TokenOutsideVocabulary(BadRequest):
+    """A prompt holds an id the model's embedding table has no row for. Never sent: SGLang 0.5.23's
+    scheduler dies on it with an IndexError, and every request of the server with it (docs/sglang.md)."""
+
+    skip_reason = "token_outside_vocabulary"
+
+
+def ids_outside_vocabulary(input_ids: list[int], vocab_size: int) -> list[int]:
+    """The ids of a prompt that no model with `vocab_size` embeddings can take (negative, or at or
+    past the table's size)."""
+    return [t for t in input_ids if not 0 <= t < vocab_size]
+
 
 class InvalidSamplingParams(BadRequest):
     """A sampling_params problem. `shape` says which of SGLang's checks it fails, each answering in

@@ -149,3 +149,9 @@ def test_request_fields_are_typed_as_sglangs_schema(body, problem):
 ])
 def test_every_error_shape_reads_back_as_its_message(shape, body):
     assert error_body("m", shape) == body and parse_error_message(body) == "m"
+
+
+def test_ids_outside_the_vocabulary_are_the_negative_ones_and_those_at_or_past_its_size():
+    from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
+    assert ids_outside_vocabulary([0, 5, 511], 512) == []
+    assert ids_outside_vocabulary([-1, 3, 512, 600], 512) == [-1, 512, 600]

@@ -317,7 +317,7 @@ class Engine:
             result = await self.client.generate(prompt.input_ids, params, rid, **run.config.extra_request_fields)
         except BadRequest as e:
             self._consecutive_failures = 0
-            run.writer.append_skip(prompt.row, f"http_{e.status}", e.message)
+            run.writer.append_skip(prompt.row, e.skip_reason, e.message)
         except InvalidResponse as e:
             self._consecutive_failures = 0
             run.writer.append_skip(prompt.row, "invalid_response", str(e))

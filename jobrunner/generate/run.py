@@ -6,12 +6,15 @@ import asyncio
 import logging
 import os
 import signal
+from pathlib import Path
 
 from draftgen_contracts import names
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator, FileCoordinator
 from jobrunner.generate import metrics
 from jobrunner.generate.engine import Engine
+from jobrunner.preflight.model_facts import model_facts
+from jobrunner.preflight.problem import PreflightProblem
 from jobrunner.prompts import load_tokenizer
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
@@ -26,6 +29,18 @@ def make_coordinator(config: GenerateConfig) -> Coordinator:
     return FileCoordinator(config.coordination_directory(), config.replica)
 
 
+def vocab_size_of(config: GenerateConfig, tokenizer) -> int | None:
+    """How many ids a prompt may use: the model's own embedding rows (config.json in the model folder
+    the tokenizer comes from), else the tokenizer's ids (past them the server answers garbage); None
+    when neither is known."""
+    if config.tokenizer_path and (Path(config.tokenizer_path) / "config.json").is_file():
+        try:
+            return model_facts(config.tokenizer_path).vocab_size
+        except PreflightProblem:
+            pass  # preflight names what is wrong with it; here the tokenizer's count stands in
+    return len(tokenizer) if tokenizer is not None else None
+
+
 async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None,
                        metrics_address: str | None = None) -> int:
     """Run one generate process to completion; returns its exit status. With `metrics_address`
@@ -36,7 +51,7 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     # class lends, known only once the server says its context length), and a cut aborts every one
     # of them at once; an abort that waited for a connection would let its request run on.
     async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
-                            max_connections=0) as client:
+                            max_connections=0, vocab_size=vocab_size_of(config, tokenizer)) as client:
         engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
         if metrics_address:
             metrics.serve(metrics_address, config.run_id, lambda: engine.last_progress)

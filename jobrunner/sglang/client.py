@@ -31,8 +31,10 @@ from draftgen_contracts.sglang_protocol import (
     RequestFailed,
     ServerNotReady,
     SGLangError,
+    TokenOutsideVocabulary,
     aborted_result,
     decode_json,
+    ids_outside_vocabulary,
     parse_error_message,
     parse_generate_response,
     parse_models_response,
@@ -56,8 +58,10 @@ class SGLangClient:
         probe_timeout_s: float = 10.0,
         keepalive_s: float = 4.0,
         retry: RetryPolicy = RetryPolicy(),
+        vocab_size: int | None = None,  # the model's embedding rows: prompts outside them are never sent
     ):
         self.base_url = base_url.rstrip("/")
+        self.vocab_size = vocab_size
         self.retry = retry
         self._rng = random.Random(retry.seed)
         self._max_connections = max_connections
@@ -153,8 +157,12 @@ class SGLangClient:
         """One non-streaming /generate, retried on retryable failures with a fresh rid each time
         (see retry_rid). `extra` goes into the request body as top-level keys. Raises BadRequest
         (InvalidSamplingParams before sending), InvalidResponse or RequestFailed. A finish_reason
-        of "abort" is a result, not an error."""
+        of "abort" is a result, not an error. A prompt with an id outside the model's vocabulary raises
+        TokenOutsideVocabulary unsent: one such id kills the real server."""
         params = validate_sampling_params(sampling_params)
+        if self.vocab_size is not None and (outside := ids_outside_vocabulary(input_ids, self.vocab_size)):
+            raise TokenOutsideVocabulary(f"token id {outside[0]} is outside the model's vocabulary of "
+                                         f"{self.vocab_size}; not sent")
         if rid in self._in_flight:
             raise ValueError(f"generate already running for rid {rid!r}")
         self._current_rid[rid] = rid

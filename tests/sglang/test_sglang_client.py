@@ -14,6 +14,7 @@ from draftgen_contracts.sglang_protocol import (
     InvalidSamplingParams,
     RequestFailed,
     ServerNotReady,
+    TokenOutsideVocabulary,
 )
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
@@ -100,6 +101,17 @@ async def test_bad_sampling_params_fail_before_sending(simulator, clients):
     with pytest.raises(InvalidSamplingParams, match="max_tokens"):
         await client.generate([1], {"max_tokens": 5}, make_rid("run", "x", 0))
     assert sim.stats.rejected == 0 and sim.stats.requests == 0
+
+
+async def test_ids_outside_the_vocabulary_are_refused_before_sending(simulator, clients):
+    sim = simulator(**FAST)
+    client = clients(sim.base_url, vocab_size=512)
+    for ids in ([1, 512], [-1, 2]):
+        with pytest.raises(TokenOutsideVocabulary, match="outside the model's vocabulary of 512") as refused:
+            await client.generate(ids, {"max_new_tokens": 5}, make_rid("run", "x", 0))
+        assert refused.value.skip_reason == "token_outside_vocabulary"
+    assert sim.stats.requests == 0
+    assert (await client.generate([1, 511], {"max_new_tokens": 5}, make_rid("run", "x", 1))).completion_tokens == 5
 
 
 async def test_response_with_prompt_in_output_ids_is_rejected(clients):
