@@ -4,7 +4,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo cluster cluster-down binaries bench
+.PHONY: test demo cluster cluster-down binaries sglang bench
 
 $(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml devtools/pyproject.toml
 binaries: $(STAMP)
 	$(PYTHON) -m draftgen_dev.cluster.binaries > /dev/null
 
+# The real SGLang 0.5.23 for the real-server tests, in a venv of its own: installed once per machine
+# (about 11 GB, 4-7 minutes), then only checked. Before pytest, so no test's time-out includes it.
+sglang: $(STAMP)
+	$(PYTHON) -m draftgen_dev.real_sglang.install > /dev/null
+
 # SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest.
-test: binaries
+test: binaries sglang
 	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 demo: binaries
