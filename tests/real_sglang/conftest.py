@@ -1,6 +1,6 @@
 """The real SGLang 0.5.23 on this machine's CPU (draftgen_dev.real_sglang), serving the demo's tiny
-model: installed once per machine, started once for every test of this tier that leaves it as it
-found it."""
+model: installed once per machine, started once for the tests of this tier that leave it as they
+found it (a test that kills its server, or needs a second one, starts its own)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def real_model(tmp_path_factory):
     return build_model(tmp_path_factory.mktemp("real-model"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: stopped once this tier is done, so the tests after it have both cores.
+@pytest.fixture(scope="package")
 def real_sglang(request, real_model, tmp_path_factory):
     log = tmp_path_factory.mktemp("real-sglang") / "server.log"
     server = RealSGLang(real_model, log, "--enable-metrics", "--max-running-requests", str(MAX_RUNNING)).start()
