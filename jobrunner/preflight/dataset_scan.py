@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from draftgen_contracts.length_stats import LengthStats, length_stats
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
+from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
 from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, Trace, read_rows
 from jobrunner.prompts import Prompt, PromptPreparer
 
@@ -83,9 +84,9 @@ def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: 
             continue
         assert isinstance(prepared, Prompt)
         ids = [*prepared.input_ids, *(prepared.response_ids or [])]
-        if max(ids) >= vocab_size:
+        if outside := ids_outside_vocabulary(ids, vocab_size):  # the rule the client refuses by, too
             raise PreflightProblem(f"{path}: row {row.row}: {ids_field(row, pretokenized)}",
-                                   f"token id {max(ids)} is outside the model's vocabulary of {vocab_size}")
+                                   f"token id {outside[0]} is outside the model's vocabulary of {vocab_size}")
         if prepared.response_ids is not None and prepared.finish_reason == "stop":
             stopped += 1
             ended += prepared.response_ids[-1] in end_ids
