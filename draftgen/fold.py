@@ -7,7 +7,7 @@ A report is the progress document a generate process publishes (draftgen_contrac
 from __future__ import annotations
 
 from draftgen_contracts import budget
-from draftgen_contracts.progress import ProgressDocument
+from draftgen_contracts.progress import DurableCounts, ProgressDocument
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 
 from .api import DatasetGenerationSpec, DatasetStatus, ReplicaDatasetStatus, ReplicaStatus
@@ -25,8 +25,9 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
     folded = []
     for dataset in spec.datasets:
         entries = [r.datasets[dataset.name] for r in replicas if dataset.name in r.datasets]
-        tokens = sum(e.completion_tokens for e in entries)
-        samples = sum(e.samples for e in entries)
+        counted = entries + unreported_parts(spec.server.replicas, reports, dataset.name)
+        tokens = sum(e.completion_tokens for e in counted)
+        samples = sum(e.samples for e in counted)
         old = before.get(dataset.name)
         # Exhausted stays exhausted until the budget changes: the generation Jobs that proved it are
         # deleted next, and their absence must not make the dataset look open again.
@@ -40,11 +41,29 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
         folded.append(DatasetStatus(
             name=dataset.name, budget_tokens=dataset.budget_tokens, tokens=tokens, samples=samples, state=state,
-            truncated=sum(e.truncated for e in entries), cut=sum(e.cut for e in entries), skipped=sum(e.skipped for e in entries),
+            truncated=sum(e.truncated for e in counted), cut=sum(e.cut for e in counted),
+            skipped=sum(e.skipped for e in counted),
             tokens_per_second=round(sum(e.tokens_per_second for e in entries), 1)
             if state == DatasetState.GENERATING else 0.0,
             last_update=now if changed else old.last_update))
     return folded
+
+
+def unreported_parts(replicas: int, reports: dict[int, ProgressDocument], dataset: str) -> list[DurableCounts]:
+    """For each replica with no report of `dataset` yet, its part as the others found it on disk.
+
+    Without them a fold that has one replica's report of two counts the other as zero: a run
+    deleted at 8,932 tokens and created again first said 6,088, though every one of those tokens
+    was on disk. The replicas that did report read it there when they started; the largest view
+    is the latest."""
+    views: dict[int, DurableCounts] = {}
+    for report in (reports[r] for r in range(replicas) if r in reports):
+        entry = report.datasets.get(dataset)
+        for index, counts in (entry.elsewhere if entry else {}).items():
+            if index < replicas and (index not in views or counts.completion_tokens > views[index].completion_tokens):
+                views[index] = counts
+    return [counts for index, counts in sorted(views.items())
+            if index not in reports or dataset not in reports[index].datasets]
 
 
 def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument]) -> list[ReplicaStatus]:

@@ -65,3 +65,17 @@ def test_replicas_name_the_report_they_folded_and_their_part_of_each_dataset():
     assert [(d.name, d.tokens, d.settled) for d in folded[0].datasets] == [("a", 600, False)]  # z is not in the spec
     [a] = folded[1].datasets
     assert (a.tokens, a.settled, a.budget_tokens, a.state) == (700, True, 1000, "Generating")
+
+
+def test_a_replica_not_reported_yet_counts_as_its_part_on_disk_never_as_zero():
+    # Created again over the data of a deleted run: replica 0 reports first, and found replica 1's
+    # part (2,844 tokens) on disk when it started.
+    seen = dataset_progress(6088, 20, elsewhere={1: {"completion_tokens": 2844, "samples": 9, "cut": 1}})
+    folded = by_name(fold_reports(SPEC, {0: report(0, a=seen)}, [], "t"))
+    assert (folded["a"].tokens, folded["a"].samples, folded["a"].cut) == (8932, 29, 1)
+    # Once replica 1 reports, its own report counts instead (it resumed past its summary).
+    both = {0: report(0, a=seen), 1: report(1, a=entry(2900, samples=10))}
+    assert by_name(fold_reports(SPEC, both, [], "t"))["a"].tokens == 8988
+    # A view of a replica the spec no longer has counts for nothing.
+    stale = dataset_progress(100, elsewhere={4: {"completion_tokens": 5000}})
+    assert by_name(fold_reports(SPEC, {0: report(0, a=stale)}, [], "t"))["a"].tokens == 100

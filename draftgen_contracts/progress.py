@@ -9,7 +9,8 @@ cluster it is the `progress.json` key of the replica's report ConfigMap; locally
      "datasets": {"<name>": {"state": "Generating", "completion_tokens": 123, "samples": 4,
                              "skipped": 1, "skipped_by_reason": {"too_long": 1}, "truncated": 0,
                              "budget_tokens": 10000, "tokens_per_second": 812.5, "eta_s": 11.2,
-                             "in_flight": 150, "settled": false}}}
+                             "in_flight": 150, "settled": false,
+                             "elsewhere": {"1": {"completion_tokens": 90, "samples": 3, ...}}}}}
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ class _Document(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class DurableCounts(_Document):
+    """Another replica's part of a dataset as its last summary on disk says (jobrunner.output): read
+    by a replica when it starts, so a fold that has no report of that replica yet still counts the
+    samples it already made, instead of counting it as zero."""
+    completion_tokens: int = Field(0, ge=0)
+    samples: int = Field(0, ge=0)
+    skipped: int = Field(0, ge=0)
+    truncated: int = Field(0, ge=0)
+    cut: int = Field(0, ge=0)
+
+
 class DatasetProgress(_Document):
     state: DatasetState = DatasetState.PENDING
     completion_tokens: int = Field(0, ge=0)
@@ -42,6 +54,9 @@ class DatasetProgress(_Document):
     # Sends no more for this dataset and has nothing in flight, so `completion_tokens` is final for
     # this budget (draftgen_contracts.budget_shares): the replica finishing the dataset counts on it.
     settled: bool = False
+    # The other replicas' durable parts, by replica index, as this one found them on disk at its
+    # start (the output folder is shared); a fold uses them only for a replica that has not reported.
+    elsewhere: dict[int, DurableCounts] = Field(default_factory=dict)
 
 
 class ProgressDocument(_Document):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from draftgen_contracts import names
+from draftgen_contracts.progress import DurableCounts
 from jobrunner.atomic import write_bytes_atomically
 
 SUMMARY_VERSION = 1
@@ -150,6 +151,10 @@ class OutputTotals:
         self.skipped_rows.append(int(entry["row"]))
         self.skipped_bytes = end_offset
 
+    def counts(self) -> DurableCounts:
+        return DurableCounts(completion_tokens=self.completion_tokens, samples=self.records, skipped=self.skipped,
+                             truncated=self.finish_reasons.get("length", 0), cut=self.cut_records)
+
     def to_json(self) -> dict:
         return {"version": SUMMARY_VERSION, **self.__dict__}
 
@@ -174,6 +179,14 @@ def summary_replicas(output_root: str | os.PathLike, dataset: str) -> list[int]:
     d = dataset_dir(output_root, dataset)
     found = (names.replica_of_summary_file(p.name) for p in d.iterdir()) if d.is_dir() else ()
     return sorted(r for r in found if r is not None)
+
+
+def other_parts(output_root: str | os.PathLike, dataset: str, replica: int, replicas: int) -> dict[int, DurableCounts]:
+    """The durable counts of the other replicas' parts of `dataset` (of the `replicas` a run has now),
+    by replica index, as their summaries say."""
+    found = {r: read_summary(output_root, dataset, r) for r in summary_replicas(output_root, dataset)
+             if r != replica and r < replicas}
+    return {r: totals.counts() for r, totals in found.items() if totals is not None}
 
 
 def _summary_fits(offset: int, path: Path) -> bool:

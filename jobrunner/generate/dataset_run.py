@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from draftgen_contracts import budget, budget_shares
 from draftgen_contracts.budget_shares import Outlook, Spend
-from draftgen_contracts.progress import DatasetProgress
+from draftgen_contracts.progress import DatasetProgress, DurableCounts
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig
 from jobrunner.generate.decode_clock import DecodeClock
@@ -98,6 +98,7 @@ class DatasetRun:
     waiting_for_class: str | None = None  # the class the feed's next prompt waits for
     classes_sent: set[str] = field(default_factory=set)  # the prompt classes of its requests so far
     transient_failures: int = 0
+    elsewhere: dict[int, DurableCounts] = field(default_factory=dict)  # the other parts on disk at the start
     rate: RateMeter = field(default_factory=RateMeter)
     lengths: LengthModel = field(init=False)
     cutting: int = 0  # requests cut and not answered yet
@@ -256,4 +257,4 @@ class DatasetRun:
             skipped=durable.skipped, skipped_by_reason=dict(durable.skipped_by_reason),
             truncated=durable.finish_reasons.get("length", 0), cut=durable.cut_records, budget_tokens=self.budget_tokens,
             tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
-            in_flight=len(self.in_flight), settled=self.settled and not self.in_flight)
+            in_flight=len(self.in_flight), settled=self.settled and not self.in_flight, elsewhere=self.elsewhere)

@@ -23,7 +23,7 @@ from jobrunner.generate import class_slots, provenance
 from jobrunner.generate.dataset_run import DatasetRun, InFlight, replica_sample_cap, sampling_params_for
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.feed import prepared_prompts
-from jobrunner.output import PartWriter
+from jobrunner.output import PartWriter, other_parts
 from jobrunner.prompts import Prompt, PromptPreparer
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.rids import make_rid
@@ -82,8 +82,16 @@ class Engine:
     # ---- lifecycle ----------------------------------------------------------------------------
 
     async def run(self) -> int:
-        await self._connect()
+        # Resumed totals first, published before the wait for the server (minutes for a large
+        # model): no fold of the replicas' reports meanwhile takes this replica's part for zero.
         self._open_datasets()
+        try:
+            self._publish()
+            await self._connect()
+        except BaseException:
+            for run in self.runs:
+                run.writer.close()
+            raise
         publisher = asyncio.create_task(self._publish_loop())
         feeds: list[asyncio.Task] = []
         try:
@@ -127,11 +135,12 @@ class Engine:
         clock = DecodeClock(time.monotonic(), bin_s=cfg.progress_interval_s / 20)
         for index, d in enumerate(cfg.datasets):
             writer = PartWriter(cfg.output_root, d.name, cfg.replica)
+            elsewhere = other_parts(cfg.output_root, d.name, cfg.replica, cfg.replicas)
             run = DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
                              max_new_tokens=d.max_new_tokens or largest_max_new,
                              replicas=cfg.replicas, replica=cfg.replica,
                              first_receiver=budget_shares.first_receiver(index, cfg.replicas),
-                             cut=cfg.at_budget == budget_shares.CUT, clock=clock)
+                             cut=cfg.at_budget == budget_shares.CUT, clock=clock, elsewhere=elsewhere)
             # Settling is for good under one budget: a restarted replica keeps its predecessor's
             # word, which the replica finishing the dataset may already have counted on.
             before = previous.datasets.get(d.name) if previous else None

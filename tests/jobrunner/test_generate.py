@@ -1,9 +1,13 @@
 """The generate engine against the in-process simulator: budgets, abort, skip on start, overlap,
 bad requests, faults, coordination."""
 
+import pytest
 
-from draftgen_contracts import exit_codes
-from draftgen_dev.builders import dataset_progress, progress
+from draftgen.fold import fold_reports
+from draftgen_contracts import exit_codes, names
+from draftgen_contracts.sglang_protocol import ServerNotReady
+from draftgen_dev.builders import SpecBuilder, dataset_progress, progress
+from draftgen_dev.cluster.controlplane import free_port
 from jobrunner import output
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
@@ -207,3 +211,34 @@ async def test_next_dataset_starts_once_in_flight_covers_the_budget(simulator, t
     assert sum(r["completion_tokens"] for r in a) == 2000 and sum(r["completion_tokens"] for r in b) >= 300
     b_first_sent = min(r["timings"]["finished_at"] - r["timings"]["e2e_s"] for r in b)
     assert b_first_sent < max(r["timings"]["finished_at"] for r in a)
+
+
+
+def write_part(root, dataset: str, replica: int, lengths: list[int]) -> output.OutputTotals:
+    """A part as a replica of a deleted run left it: its records, durable."""
+    writer = output.PartWriter(root, dataset, replica)
+    for row, n in enumerate(lengths):
+        writer.append_record({
+            "sample_id": names.sample_id(dataset, row), "dataset": dataset, "row": row, "input_ids": [1, 2],
+            "output_ids": [7] * n, "finish_reason": "length" if n == 8 else "stop", "prompt_tokens": 2,
+            "completion_tokens": n, "rid": f"old-{row}", "timings": {"e2e_s": 0.1, "finished_at": 1000.0 + row}})
+    made = writer.sync(force=True)
+    writer.close()
+    return made
+
+
+async def test_a_replica_reports_the_parts_on_disk_before_its_server_is_up(tmp_path, tokenizer_path, prompts_file):
+    """A run created again over its data: the first fold must count every part already made, though
+    the replica that made one has not reported yet and this one's server is still loading."""
+    made = write_part(tmp_path / "out", "a", 1, [5, 8, 3])
+    loading = parse_config({
+        "server_url": f"http://127.0.0.1:{free_port()}", "output_root": str(tmp_path / "out"),
+        "tokenizer_path": tokenizer_path, "startup_timeout_s": 1, "replicas": 2, "replica": 0,
+        "datasets": [{"name": "a", "path": prompts_file, "budget_tokens": 3000}]})
+    with pytest.raises(ServerNotReady):
+        await run_generate(loading)
+    reports = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()
+    assert list(reports) == [0] and reports[0].datasets["a"].elsewhere == {1: made.counts()}
+    spec = SpecBuilder().replicas(2).dataset("a", budget=3000).spec()
+    [folded] = fold_reports(spec, reports, [], "t")
+    assert (folded.tokens, folded.samples, folded.truncated) == (16, 3, 1)
