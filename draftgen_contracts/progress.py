@@ -29,24 +29,18 @@ class _Document(BaseModel):
 
 
 class DurableCounts(_Document):
-    """Another replica's part of a dataset as its last summary on disk says (jobrunner.output): read
-    by a replica when it starts, so a fold that has no report of that replica yet still counts the
-    samples it already made, instead of counting it as zero."""
+    """What one part of a dataset holds on disk as of its last sync (jobrunner.output): the totals of
+    a replica's own report, and of the other replicas' parts it found when it started (`elsewhere`)."""
     completion_tokens: int = Field(0, ge=0)
     samples: int = Field(0, ge=0)
     skipped: int = Field(0, ge=0)
-    truncated: int = Field(0, ge=0)
-    cut: int = Field(0, ge=0)
-
-
-class DatasetProgress(_Document):
-    state: DatasetState = DatasetState.PENDING
-    completion_tokens: int = Field(0, ge=0)
-    samples: int = Field(0, ge=0)
-    skipped: int = Field(0, ge=0)
-    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
     truncated: int = Field(0, ge=0)  # responses cut off: at max_new_tokens, or at the budget
     cut: int = Field(0, ge=0)  # of them, cut at the budget (`at_budget: cut`)
+
+
+class DatasetProgress(DurableCounts):
+    state: DatasetState = DatasetState.PENDING
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
     budget_tokens: int = Field(0, ge=0)
     tokens_per_second: float = 0.0
     eta_s: float | None = None

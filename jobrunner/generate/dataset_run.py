@@ -253,8 +253,6 @@ class DatasetRun:
         durable = self.writer.durable
         rate = self.rate.rate(now)
         return DatasetProgress(
-            state=self.state(), completion_tokens=durable.completion_tokens, samples=durable.records,
-            skipped=durable.skipped, skipped_by_reason=dict(durable.skipped_by_reason),
-            truncated=durable.finish_reasons.get("length", 0), cut=durable.cut_records, budget_tokens=self.budget_tokens,
-            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
+            **durable.counts().model_dump(), state=self.state(), skipped_by_reason=dict(durable.skipped_by_reason),
+            budget_tokens=self.budget_tokens, tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
             in_flight=len(self.in_flight), settled=self.settled and not self.in_flight, elsewhere=self.elsewhere)

@@ -84,6 +84,7 @@ class Engine:
     async def run(self) -> int:
         # Resumed totals first, published before the wait for the server (minutes for a large
         # model): no fold of the replicas' reports meanwhile takes this replica's part for zero.
+        # A replica that cannot publish even once cannot share a budget: it fails, and its Job retries.
         self._open_datasets()
         try:
             self._publish()

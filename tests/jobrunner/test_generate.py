@@ -213,7 +213,6 @@ async def test_next_dataset_starts_once_in_flight_covers_the_budget(simulator, t
     assert b_first_sent < max(r["timings"]["finished_at"] for r in a)
 
 
-
 def write_part(root, dataset: str, replica: int, lengths: list[int]) -> output.OutputTotals:
     """A part as a replica of a deleted run left it: its records, durable."""
     writer = output.PartWriter(root, dataset, replica)
