@@ -32,8 +32,11 @@ Per dataset, in the configured order:
 A 400 for one sample (or a response that breaks the contract) is recorded as a skipped row with its
 reason. A request that fails after the client's retries, or that the server aborted on its own, is
 not recorded: its row is generated again on the next run, and the process exits with
-`exit_codes.RETRY_LATER` so that a Job restarts it. SIGTERM stops dispatch, aborts in flight, syncs and
-exits 0.
+`exit_codes.RETRY_LATER` so that a Job restarts it. Twenty such failures in a row mean the server is
+lost: dispatch pauses until it is ready again, as long as a start may take (`startup_timeout_s`), since
+a pod's SGLang sidecar restarts in place and a new pod would load the model once more; a server that
+does not come back ends the process with `RETRY_LATER` too. SIGTERM stops dispatch, aborts in flight,
+syncs and exits 0.
 
     dataset_run  one dataset's live state in this process, and the budget questions it answers
     length_model what the requests in flight are expected to bring, from the lengths seen so far

@@ -30,17 +30,18 @@ from jobrunner.sglang.rids import make_rid
 
 log = logging.getLogger("jobrunner.generate")
 
-# Consecutive requests failing after all retries before the run gives up (the server is gone).
+# Consecutive requests failing after all retries before the server counts as lost: dispatch pauses
+# until it is ready again (a pod's SGLang sidecar restarts in place, restartPolicy Always).
 MAX_CONSECUTIVE_FAILURES = 20
 
 
-def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, failed: bool) -> int:
+def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, server_lost: bool) -> int:
     """The process exit status: 0 when every dataset got what it could (or on SIGTERM), 75 when
-    transient failures left rows to redo, 1 when the run failed."""
-    if failed:
-        return exit_codes.FAILED
+    transient failures left rows to redo or the server was lost for good (run again to resume)."""
     if shutdown:
         return exit_codes.OK
+    if server_lost:
+        return exit_codes.RETRY_LATER
     if transient_failures and any(s != DatasetState.BUDGET_MET for s in states.values()):
         return exit_codes.RETRY_LATER
     return exit_codes.OK
@@ -63,7 +64,8 @@ class Engine:
         self.last_progress: ProgressDocument | None = None  # the last report published (read by the metrics)
         self._changed = asyncio.Event()
         self._shutdown = False
-        self._failed: str | None = None
+        self._lost: str | None = None  # why the server was given up for this process
+        self._reconnecting: asyncio.Task | None = None  # waiting for a lost server to be ready again
         self._consecutive_failures = 0
         self._abort_tasks: set[asyncio.Task] = set()
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
@@ -102,10 +104,10 @@ class Engine:
                 feed.result()
         finally:
             await self._wind_down(feeds, publisher)
-        if self._failed:
-            log.error("generation failed: %s", self._failed)
+        if self._lost:
+            log.error("the server is lost: %s; run again to resume", self._lost)
         states = {r.name: r.state() for r in self.runs}
-        return exit_code(states, sum(r.transient_failures for r in self.runs), self._shutdown, bool(self._failed))
+        return exit_code(states, sum(r.transient_failures for r in self.runs), self._shutdown, bool(self._lost))
 
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
@@ -157,7 +159,7 @@ class Engine:
         class while another class has room; a feed goes on and dispatches again if its requests
         fall short."""
         for run in self.runs:
-            if self._shutdown or self._failed:
+            if self._shutdown or self._lost:
                 return
             if run.is_done():
                 log.info("%s: at its budget already (%d/%d tokens), skipped", run.name, run.tokens,
@@ -181,11 +183,13 @@ class Engine:
             if run.cut_timer is not None:
                 run.cut_timer.cancel()
         await asyncio.gather(*feeds, return_exceptions=True)
-        if self._shutdown or self._failed:
+        if self._shutdown or self._lost:
             await self._abort_everything()
         await self._drain_aborts()
         publisher.cancel()
-        await asyncio.gather(publisher, return_exceptions=True)
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+        await asyncio.gather(publisher, *filter(None, [self._reconnecting]), return_exceptions=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._publish(finished=True)
         for run in self.runs:
@@ -257,7 +261,7 @@ class Engine:
 
     def _wants_more(self, run: DatasetRun) -> bool:
         """False once the dataset is done for this process (budget, cap, stop, shutdown, failure)."""
-        if run.stopping or self._shutdown or self._failed:
+        if run.stopping or self._shutdown or self._lost:
             return False
         if run.is_done():
             self._stop(run)
@@ -274,6 +278,8 @@ class Engine:
         return set(self.classes) - busy
 
     def _can_dispatch(self, run: DatasetRun, prompt: Prompt) -> bool:
+        if self._reconnecting is not None:
+            return False
         cls = self.classes[prompt.prompt_class]
         # The idle classes only matter to a full class: they are not worked out on every wake-up.
         if self.class_in_flight[cls.name] >= cls.concurrency and not class_slots.may_take_slot(
@@ -418,10 +424,28 @@ class Engine:
         run.transient_failures += 1
         self._consecutive_failures += 1
         log.warning("%s (left for the next run)", message)
-        if self._consecutive_failures >= MAX_CONSECUTIVE_FAILURES and not self._failed:
-            self._failed = f"{self._consecutive_failures} requests in a row failed after retries; last: {message}"
+        if self._consecutive_failures >= MAX_CONSECUTIVE_FAILURES and self._reconnecting is None and not self._lost:
+            reason = f"{self._consecutive_failures} requests in a row failed after retries; last: {message}"
+            self._reconnecting = asyncio.create_task(self._reconnect(reason))
+
+    async def _reconnect(self, reason: str) -> None:
+        """The server stopped answering: no dispatch until it is ready again, as long as a start
+        may take (`startup_timeout_s`). Waiting beats exiting: in a pod the server restarts in
+        place, and a new pod would load the model once more. Given up, every dataset stops."""
+        log.warning("the server stopped answering (%s): waiting up to %.0fs for it to be ready again",
+                    reason, self.config.startup_timeout_s)
+        try:
+            await self.client.wait_ready(self.config.startup_timeout_s)
+        except SGLangError as e:
+            self._lost = f"{reason}; then {e}"
             for r in self.runs:
                 self._stop(r)
+        else:
+            log.info("the server is ready again: dispatch goes on")
+            self._consecutive_failures = 0
+        finally:
+            self._reconnecting = None
+            self._notify()
 
     # ---- stopping -----------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """The generate engine against the in-process simulator: budgets, abort, skip on start, overlap,
 bad requests, faults, coordination."""
 
+import asyncio
+
 import pytest
 
 from draftgen.fold import fold_reports
@@ -241,3 +243,43 @@ async def test_a_replica_reports_the_parts_on_disk_before_its_server_is_up(tmp_p
     spec = SpecBuilder().replicas(2).dataset("a", budget=3000).spec()
     [folded] = fold_reports(spec, reports, [], "t")
     assert (folded.tokens, folded.samples, folded.truncated) == (16, 3, 1)
+
+
+async def until(predicate, timeout_s: float, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_server_lost_mid_run_is_waited_for_and_the_run_goes_on_in_the_same_process(
+        simulator, tmp_path, tokenizer_path, prompts_file, caplog):
+    # As a pod's SGLang sidecar restarts in place: the server goes away mid-run and comes back on its
+    # port. The process waits for it instead of exiting (a new pod would load the model again).
+    sim = simulator(profile="chat", speedup=10.0)
+    port = int(sim.base_url.rsplit(":", 1)[1])
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 6000,
+                                                  "concurrency": 8}], max_attempts=1, startup_timeout_s=30)
+    generate = asyncio.create_task(run_generate(cfg))
+    await until(lambda: len(records(tmp_path, "a")) >= 3, 30, "the first samples")
+    await asyncio.to_thread(sim.stop)
+    await asyncio.sleep(1.0)  # every request in flight failed, and those sent after them
+    assert not generate.done()
+    simulator(profile="chat", speedup=10.0, port=port)
+    assert await asyncio.wait_for(generate, 60) == exit_codes.OK
+    assert "the server stopped answering" in caplog.text
+    recs = assert_consistent(tmp_path, "a")
+    assert sum(r["completion_tokens"] for r in recs) == 6000
+
+
+async def test_a_server_that_does_not_come_back_ends_the_run_for_a_retry_not_as_a_failure(
+        simulator, tmp_path, tokenizer_path, prompts_file):
+    sim = simulator(profile="chat", speedup=10.0)
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts_file, "budget_tokens": 6000,
+                                                  "concurrency": 8}], max_attempts=1, startup_timeout_s=1)
+    generate = asyncio.create_task(run_generate(cfg))
+    await until(lambda: len(records(tmp_path, "a")) >= 3, 30, "the first samples")
+    await asyncio.to_thread(sim.stop)
+    assert await asyncio.wait_for(generate, 30) == exit_codes.RETRY_LATER  # the Job runs it again: it resumes
+    recs = assert_consistent(tmp_path, "a")
+    assert 0 < sum(r["completion_tokens"] for r in recs) < 6000
