@@ -265,7 +265,9 @@ def error_body(message: str, shape: str, status: int = 400) -> dict[str, Any]:
         return {"error": message}
     if shape == "value":
         return {"error": {"message": message}}
-    return {"object": "error", "message": message, "type": "BadRequestError" if status == 400 else "ServerError",
+    # `type`: FastAPI's validation handler writes the status phrase, the HTTPException handler the
+    # status number (srt/entrypoints/http_server.py, both `validation_exception_handler`).
+    return {"object": "error", "message": message, "type": "Bad Request" if status == 400 else str(status),
             "param": None, "code": status}
 
 

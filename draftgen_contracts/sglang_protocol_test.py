@@ -145,7 +145,7 @@ def test_request_fields_are_typed_as_sglangs_schema(body, problem):
 @pytest.mark.parametrize("shape, body", [
     ("schema", {"error": "m"}),
     ("value", {"error": {"message": "m"}}),
-    ("request", {"object": "error", "message": "m", "type": "BadRequestError", "param": None, "code": 400}),
+    ("request", {"object": "error", "message": "m", "type": "Bad Request", "param": None, "code": 400}),
 ])
 def test_every_error_shape_reads_back_as_its_message(shape, body):
     assert error_body("m", shape) == body and parse_error_message(body) == "m"

@@ -18,8 +18,9 @@ from draftgen_contracts.sglang_protocol import (
     validate_sampling_params,
 )
 from jobrunner.simulate.config import SimConfig
+from jobrunner.simulate.http_layer import http_layer_problem
 from jobrunner.simulate.profiles import LengthProfile, get_profile, seeded_rng
-from jobrunner.simulate.responses import ids_digest, plan_response
+from jobrunner.simulate.responses import ids_digest, plan_response, response_token_ids, stop_at_token
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ def refuse(message: str, shape: str = "value", status: int = 400) -> Refusal:
 
 def admit(body: dict[str, Any], config: SimConfig, live: Container[str], new_rid: Callable[[], str],
           tokenize: Callable[[str], list[int]]) -> Admitted | Refusal:
+    lax = http_layer_problem(body)
+    if lax:
+        return refuse(lax, "request")
     problem = request_field_problem(body)
     if problem:
         return refuse(problem, "schema")
@@ -76,7 +80,10 @@ def admit(body: dict[str, Any], config: SimConfig, live: Container[str], new_rid
         if isinstance(planned, Refusal):
             return planned
         items.append(planned)
-    duplicate = next((r for r in rids if r in live or rids.count(r) > 1), None)
+    repeated = sorted({r for r in rids if rids.count(r) > 1})
+    if repeated:
+        return refuse(f"Duplicate request IDs detected within the request: {repeated}")
+    duplicate = next((r for r in rids if r in live), None)
     if duplicate is not None:
         return refuse(f"Duplicate request ID detected: {duplicate}")
     return Admitted(items, is_batch, bool(body.get("stream")) and not is_batch)
@@ -88,9 +95,10 @@ def prompts_of(body: dict[str, Any], tokenize: Callable[[str], list[int]]) -> tu
         raw = body["input_ids"]
         is_batch = isinstance(raw, list) and bool(raw) and isinstance(raw[0], list)
         prompts = raw if is_batch else [raw]
-        if not all(isinstance(p, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in p)
-                   for p in prompts):
+        if not all(isinstance(p, list) and all(isinstance(t, int) for t in p) for p in prompts):
             return refuse("input_ids must be a list of ints or a list of lists of ints", "request")
+        if any(isinstance(t, bool) for p in prompts for t in p):  # an int to pydantic, not to the schema
+            return refuse("input_ids: invalid type: boolean, expected a sequence", "schema")
     elif body.get("text") is not None:
         raw = body["text"]
         is_batch = isinstance(raw, list)
@@ -123,9 +131,13 @@ def rids_of(body: dict[str, Any], n: int, is_batch: bool, new_rid: Callable[[], 
         return [rid if rid is not None else new_rid()]
     if rid is None:
         return [new_rid() for _ in range(n)]
-    if isinstance(rid, list) and len(rid) == n:
-        return rid
-    return refuse("The rid should be a list for batch processing.")
+    if isinstance(rid, str):  # SGLang numbers one rid for the batch's items (io_struct `_normalize_rid`)
+        return [f"{rid}_{i}" for i in range(n)]
+    if not isinstance(rid, list):
+        return refuse("The rid should be a string or a list of strings.")
+    if len(rid) != n:
+        return refuse("The specified rids length mismatch with the batch_size for batch processing.")
+    return rid
 
 
 def plan_item(rid: str, prompt: list[int], params: dict[str, Any], profile: LengthProfile,
@@ -146,5 +158,10 @@ def plan_item(rid: str, prompt: list[int], params: dict[str, Any], profile: Leng
     natural = max(profile.sample(rng), params.get("min_new_tokens") or 0)
     # The scheduler caps a request at max_req_len - prompt - 1, max_req_len being context - 1.
     room = context - 2 - n_prompt
-    tokens, finish = plan_response(natural, max_new, room, bool(params.get("ignore_eos")), config.eos_token_id)
-    return Item(rid, prompt, tokens, finish, rng.getrandbits(48), label)
+    ignore_eos = bool(params.get("ignore_eos"))
+    tokens, finish = plan_response(natural, max_new, room, ignore_eos, config.eos_token_id)
+    key = rng.getrandbits(48)
+    if params.get("stop_token_ids") and not ignore_eos:  # ignore_eos turns off every stop token
+        ids = response_token_ids(key, tokens, config.vocab_size, config.eos_token_id, False)
+        tokens, finish = stop_at_token(ids, params["stop_token_ids"], tokens, finish)
+    return Item(rid, prompt, tokens, finish, key, label)

@@ -62,6 +62,7 @@ class SimStats:
     aborted: int = 0
     rejected: int = 0  # answered 400
     tokens_generated_total: int = 0
+    prompt_tokens_total: int = 0  # of the requests scheduled
     tokens_generated_after_abort: int = 0  # made after the client left or an abort was asked
     tokens_generated_by_aborted: int = 0  # all tokens of the requests that ended aborted: wasted work
     running: int = 0

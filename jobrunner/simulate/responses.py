@@ -6,7 +6,7 @@ import array
 import hashlib
 from typing import Any
 
-from jobrunner.simulate.config import FAULT_NAMES, FaultRates, SimConfig
+from jobrunner.simulate.config import FAULT_NAMES, FaultRates, SimConfig, SimStats
 from jobrunner.simulate.profiles import seeded_rng
 
 
@@ -44,6 +44,16 @@ def plan_response(natural_len: int, max_new_tokens: int | None, room: int, ignor
     return natural_len, {"type": "stop", "matched": eos_token_id}
 
 
+def stop_at_token(ids: list[int], stop_token_ids: list[int], tokens: int, finish: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(tokens, finish_reason) of a response whose stand-in `ids` would run `tokens` long: cut at
+    the first stop token, which it keeps, as SGLang's `_check_token_based_finish` does."""
+    stop = set(stop_token_ids)
+    at = next((i for i, t in enumerate(ids) if t in stop), None)
+    if at is None:
+        return tokens, finish
+    return at + 1, {"type": "stop", "matched": ids[at]}
+
+
 def response_token_ids(key: int, n: int, vocab_size: int, eos_token_id: int, ends_with_eos: bool) -> list[int]:
     """Deterministic stand-in token ids; only the last may be EOS, and only if it stops there."""
     span = max(1, vocab_size - 3)
@@ -74,7 +84,29 @@ def response_body(rid: str, prompt_tokens: int, output_ids: list[int], finish: d
 
 
 def queued_abort_body(rid: str, e2e_latency: float) -> dict[str, Any]:
-    """What a request aborted while still queued answers: no tokens, fewer meta_info keys."""
+    """What a request aborted while still queued answers: no tokens, fewer meta_info keys (no
+    prompt_tokens)."""
     return {"text": "", "output_ids": [],
             "meta_info": {"id": rid, "finish_reason": {"type": "abort", "message": "Abort in waiting queue"},
-                          "e2e_latency": e2e_latency}}
+                          "completion_tokens": 0, "e2e_latency": e2e_latency}}
+
+
+# (name, Prometheus type, help, the SimStats field it reports): the part of SGLang's
+# `--enable-metrics` exposition (srt/observability/metrics_collector.py) that draftgen's tests read.
+METRICS = (
+    ("sglang:generation_tokens_total", "counter", "Number of generation tokens processed.", "tokens_generated_total"),
+    ("sglang:prompt_tokens_total", "counter", "Number of prefill tokens processed.", "prompt_tokens_total"),
+    ("sglang:num_requests_total", "counter", "Number of requests processed.", "requests"),
+    ("sglang:num_aborted_requests_total", "counter", "Number of requests aborted.", "aborted"),
+    ("sglang:num_running_reqs", "gauge", "The number of running requests.", "running"),
+    ("sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", "queued"),
+)
+
+
+def metrics_text(stats: SimStats, model_name: str) -> str:
+    """/metrics in Prometheus' text format, with SGLang's names and its `model_name` label."""
+    lines = []
+    for name, kind, help_text, field in METRICS:
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}",
+                  f'{name}{{engine_type="unified",model_name="{model_name}"}} {float(getattr(stats, field))}']
+    return "\n".join(lines) + "\n"

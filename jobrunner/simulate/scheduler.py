@@ -77,6 +77,7 @@ class Scheduler:
             self.live[req.rid] = req
             self.queue.append(req)
         self.counters.requests += len(reqs)
+        self.counters.prompt_tokens_total += sum(len(item.prompt) for item in items)
         return reqs
 
     def abort(self, given: Any, abort_all: bool) -> None:
@@ -87,7 +88,7 @@ class Scheduler:
             return
         for req in self.live.values():
             if (abort_all or prefix_matches(req.rid, given)) and req.abort_message is None:
-                req.abort_message = "Aborted by AbortReq."
+                req.abort_message = "Aborted"
 
     def tick(self, now: float, dt: float) -> None:
         self._notice_aborts_and_disconnects(now)
@@ -157,13 +158,13 @@ class Scheduler:
             by_label[req.item.label] = by_label.get(req.item.label, 0) + req.emitted
         if queued:
             return queued_abort_body(req.rid, self.clock() - req.arrival)
-        return self.partial_response(req, {"type": "abort", "message": abort, "status_code": 200, "err_type": None})
+        return self.partial_response(req, {"type": "abort", "message": abort, "status_code": None, "err_type": None})
 
     def partial_response(self, req: SimRequest, finish: dict | None) -> dict[str, Any]:
         """The response as it stands: every token emitted so far (a stream event, or the final body)."""
         item, cfg = req.item, self.config
-        stops = finish is not None and finish.get("type") == "stop" and req.emitted == item.tokens
-        ids = response_token_ids(item.token_key, req.emitted, cfg.vocab_size, cfg.eos_token_id, stops)
+        at_eos = finish is not None and finish.get("matched") == cfg.eos_token_id and req.emitted == item.tokens
+        ids = response_token_ids(item.token_key, req.emitted, cfg.vocab_size, cfg.eos_token_id, at_eos)
         return response_body(req.rid, len(item.prompt), ids, finish, self.clock() - req.arrival)
 
     def shutdown(self) -> None:

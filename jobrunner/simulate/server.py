@@ -24,7 +24,7 @@ from aiohttp import web
 from draftgen_contracts.sglang_protocol import error_body
 from jobrunner.simulate.admission import Admitted, Refusal, admit
 from jobrunner.simulate.config import SIM_VERSION, SimConfig, SimStats
-from jobrunner.simulate.responses import fault_for
+from jobrunner.simulate.responses import fault_for, metrics_text
 from jobrunner.simulate.scheduler import Scheduler, SimRequest
 
 
@@ -101,7 +101,8 @@ class Simulator:
             web.get("/health", self._handle_health), web.get("/health_generate", self._handle_health),
             web.get("/v1/models", self._handle_models),
             web.get("/server_info", self._handle_server_info), web.get("/get_server_info", self._handle_server_info),
-            web.get("/get_model_info", self._handle_model_info),
+            web.get("/model_info", self._handle_model_info), web.get("/get_model_info", self._handle_model_info),
+            web.get("/metrics", self._handle_metrics),
         ])
         return app
 
@@ -239,7 +240,7 @@ class Simulator:
         return web.Response(status=200)
 
     async def _handle_ready(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "ready"}) if self._ready() else web.Response(status=503)
+        return web.Response(status=200 if self._ready() else 503)
 
     async def _handle_health(self, request: web.Request) -> web.Response:
         return web.Response(status=200 if self._ready() else 503)
@@ -253,7 +254,7 @@ class Simulator:
     async def _handle_server_info(self, request: web.Request) -> web.Response:
         cfg = self.config
         return web.json_response({
-            "model_path": cfg.model_path, "served_model_name": cfg.model_path, "context_length": cfg.context_len,
+            "model_path": cfg.model_path, "served_model_name": cfg.model_path, "context_length": None,
             "max_running_requests": cfg.max_running_requests, "max_queued_requests": cfg.max_queued_requests,
             "host": cfg.host, "port": int(self.base_url.rsplit(":", 1)[1]), "version": SIM_VERSION,
             "simulator": dataclasses.asdict(cfg)})
@@ -263,6 +264,11 @@ class Simulator:
         return web.json_response({"model_path": cfg.model_path, "tokenizer_path": cfg.model_path,
                                   "is_generation": True, "preferred_sampling_params": None,
                                   "weight_version": "default"})
+
+
+    async def _handle_metrics(self, request: web.Request) -> web.Response:
+        return web.Response(text=metrics_text(self.stats, self.config.model_path),
+                            content_type="text/plain", charset="utf-8")
 
 
 class SimulatorThread:

@@ -15,6 +15,9 @@ from tests.conftest import LOGS_ON_FAILURE
 
 # Room for the abort tests: more requests than this wait in SGLang's queue.
 MAX_RUNNING = 8
+# A queue that no jobrunner test fills (the quickstart holds the most in flight: 3 datasets x 20),
+# and that the differential test fills on purpose to see the 503.
+MAX_QUEUED = 64
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +29,8 @@ def real_model(tmp_path_factory):
 @pytest.fixture(scope="package")
 def real_sglang(request, real_model, tmp_path_factory):
     log = tmp_path_factory.mktemp("real-sglang") / "server.log"
-    server = RealSGLang(real_model, log, "--enable-metrics", "--max-running-requests", str(MAX_RUNNING)).start()
+    server = RealSGLang(real_model, log, "--enable-metrics", "--max-running-requests", str(MAX_RUNNING),
+                        "--max-queued-requests", str(MAX_QUEUED)).start()
     yield server
     server.stop()
     if request.session.testsfailed:

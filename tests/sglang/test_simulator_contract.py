@@ -94,7 +94,9 @@ async def test_batch_and_text_inputs(simulator):
     assert [b["meta_info"]["completion_tokens"] for b in r.json()] == [2, 3]
     r = await _post(url, {"text": "hello there"})
     assert r.json()["meta_info"]["prompt_tokens"] > 0
-    r = await _post(url, {"input_ids": [[1], [2]], "rid": "not-a-list"})
+    r = await _post(url, {"input_ids": [[1], [2]], "rid": "one"})  # SGLang numbers a batch's one rid
+    assert [b["meta_info"]["id"] for b in r.json()] == ["one_0", "one_1"]
+    r = await _post(url, {"input_ids": [[1], [2]], "rid": ["only-one"]})
     assert r.status_code == 400
 
 
@@ -180,9 +182,13 @@ async def test_info_endpoints(simulator):
         models = (await c.get("/v1/models")).json()
         assert models["data"][0]["id"] == "org/tiny" and models["data"][0]["max_model_len"] == 4096
         info = (await c.get("/server_info")).json()
-        assert info["max_running_requests"] == 7 and info["context_length"] == 4096
+        # context_length is the launch flag, unset (null) unless given (the served length is max_model_len)
+        assert info["max_running_requests"] == 7 and info["context_length"] is None
         assert (await c.get("/get_server_info")).json()["model_path"] == "org/tiny"
         assert (await c.get("/get_model_info")).json()["is_generation"] is True
+        assert (await c.get("/model_info")).json()["model_path"] == "org/tiny"
+        metrics = (await c.get("/metrics")).text
+        assert 'sglang:generation_tokens_total{engine_type="unified",model_name="org/tiny"} 0.0' in metrics
 
 
 @pytest.mark.parametrize("fault, status", [("http_500", 500), ("http_503", 503)])
