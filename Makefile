@@ -26,8 +26,9 @@ sglang: $(STAMP)
 test: binaries sglang
 	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
+# SERVER=real serves the generation pods with the real SGLang on the CPU (installed like `sglang`).
 demo: binaries
-	$(PYTHON) -m draftgen_dev.demo
+	$(PYTHON) -m draftgen_dev.demo $(if $(SERVER),--server $(SERVER))
 
 cluster: binaries
 	@$(PYTHON) -m draftgen_dev.cluster up

@@ -276,8 +276,10 @@ class DatasetStatus(Model):
 
     name: str
     budget_tokens: int = 0
-    tokens: int = 0
-    samples: int = 0
+    # Unset until a replica reports the dataset: a run deleted and created again has its data on
+    # disk, and a 0 before the first report would be a figure that falls.
+    tokens: int | None = Field(None, description="Kept completion tokens over all replicas; unset until a replica reports.")
+    samples: int | None = Field(None, description="Kept samples over all replicas; unset until a replica reports.")
     state: DatasetState = DatasetState.PENDING
     truncated: int = Field(0, description="Responses cut off: at maxNewTokens, or at the budget.")
     cut: int = Field(0, description="Of them, the responses cut at the budget (atBudget: cut).")
@@ -384,7 +386,7 @@ class DatasetGenerationStatus(Model):
                                           json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     replicas: list[ReplicaStatus] = Field(default_factory=list,
                                           json_schema_extra=k8s(list_type="map", list_map_keys=["index"]))
-    tokens: int = 0
+    tokens: int | None = Field(None, description="Kept completion tokens over every dataset reported so far.")
     budget_tokens: int = 0
     progress: str = ""
     ready_replicas: int | None = Field(None, description=(

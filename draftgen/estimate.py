@@ -35,7 +35,7 @@ def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: 
 def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: PreflightDataset | None,
                      status: DatasetStatus | None) -> DatasetEstimate:
     """Where one dataset will end: its budget, unless its rows or its sample cap run out first."""
-    tokens, samples = (status.tokens, status.samples) if status else (0, 0)
+    tokens, samples = (status.tokens or 0, status.samples or 0) if status else (0, 0)
     done = status is not None and status.state in DATASET_DONE
     # A finished dataset's mean is final however few its responses.
     measured = samples >= MEASURED_AFTER_SAMPLES or (done and samples > 0)
@@ -102,7 +102,7 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     states = int(stored * bytes_per_token(hidden_size, aux, spec.extraction.dtype)) \
         if spec.extraction.enabled and hidden_size else 0
     rate, basis = run_rate(spec, datasets, previous)
-    left = sum(max(0, e.response_tokens - (status[e.name].tokens if e.name in status else 0)) for _, e in generated)
+    left = sum(max(0, e.response_tokens - ((status[e.name].tokens or 0) if e.name in status else 0)) for _, e in generated)
     to_generate = sum(e.response_tokens for _, e in generated)
     hours = left / rate / 3600
     ends = iso_after(now, hours * 3600) if basis == "measured" and left else None

@@ -26,8 +26,8 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
     for dataset in spec.datasets:
         entries = [r.datasets[dataset.name] for r in replicas if dataset.name in r.datasets]
         counted = entries + unreported_parts(spec.server.replicas, reports, dataset.name)
-        tokens = sum(e.completion_tokens for e in counted)
-        samples = sum(e.samples for e in counted)
+        tokens = sum(e.completion_tokens for e in counted) if counted else None
+        samples = sum(e.samples for e in counted) if counted else None
         old = before.get(dataset.name)
         # Exhausted stays exhausted until the budget changes: the generation Jobs that proved it are
         # deleted next, and their absence must not make the dataset look open again.
@@ -35,7 +35,7 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
             len(entries) == spec.server.replicas and all(e.state == DatasetState.EXHAUSTED for e in entries)) or (
             old is not None and old.state == DatasetState.EXHAUSTED and old.budget_tokens == dataset.budget_tokens)
         state = budget.dataset_state(
-            dataset.budget_tokens, tokens, dataset.sample_cap, samples,
+            dataset.budget_tokens, tokens or 0, dataset.sample_cap, samples or 0,
             started=any(e.state != DatasetState.PENDING for e in entries),
             exhausted=exhausted, failed=any(e.state == DatasetState.FAILED for e in entries))
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
@@ -77,6 +77,12 @@ def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocume
         for r in range(spec.server.replicas) if r in reports]
 
 
+def reported_tokens(datasets: list[DatasetStatus]) -> int | None:
+    """The kept tokens of every dataset reported so far; None while none is."""
+    known = [d.tokens for d in datasets if d.tokens is not None]
+    return sum(known) if known else None
+
+
 def is_generation_done(datasets: list[DatasetStatus]) -> bool:
     """Every dataset met its budget (or cap) or ran out of prompts: the GPUs can go."""
     return bool(datasets) and all(d.state in DATASET_DONE for d in datasets)
@@ -87,6 +93,6 @@ def progress_text(datasets: list[DatasetStatus]) -> str:
     total = sum(d.budget_tokens for d in datasets)
     if not total:
         return ""
-    kept = sum(d.budget_tokens if d.state in DATASET_DONE else min(d.tokens, d.budget_tokens)
+    kept = sum(d.budget_tokens if d.state in DATASET_DONE else min(d.tokens or 0, d.budget_tokens)
                for d in datasets)
     return f"{100.0 * kept / total:.1f}%"

@@ -1,5 +1,5 @@
 from draftgen.api import DatasetStatus
-from draftgen.fold import fold_replicas, fold_reports, is_generation_done, progress_text
+from draftgen.fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
 from draftgen_dev.builders import SpecBuilder, dataset_progress, progress
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=1000).dataset("b", budget=500, sampleCap=3).spec()
@@ -22,7 +22,17 @@ def test_totals_are_summed_over_replicas_and_the_shared_budget_decides():
     folded = by_name(fold_reports(SPEC, reports, [], "t"))
     assert folded["a"].tokens == 1050 and folded["a"].state == "BudgetMet"
     assert (folded["a"].truncated, folded["a"].cut) == (3, 2)
-    assert folded["b"].state == "Pending" and folded["b"].tokens == 0
+    assert folded["b"].state == "Pending" and folded["b"].tokens is None  # no replica reported it
+
+
+def test_before_any_report_no_dataset_claims_a_figure():
+    """A run deleted and created again has its data on disk: a 0 before the first report would be a
+    figure that falls (then rises again) across the re-creation."""
+    folded = fold_reports(SPEC, {}, [], "t")
+    assert [(d.tokens, d.samples, d.state) for d in folded] == [(None, None, "Pending")] * len(SPEC.datasets)
+    assert reported_tokens(folded) is None and progress_text(folded) == "0.0%" and not is_generation_done(folded)
+    reported = fold_reports(SPEC, {0: report(0, a=entry(0))}, [], "t")
+    assert by_name(reported)["a"].tokens == 0 and reported_tokens(reported) == 0
 
 
 def test_reports_of_replicas_the_spec_no_longer_has_are_ignored():

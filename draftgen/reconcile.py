@@ -13,7 +13,7 @@ from . import plan
 from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
 from .conditions import condition, set_condition
 from .estimate import budgets_out_of_reach, estimate
-from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
+from .fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
 from .observed import CONFIG_HASH_ANNOTATION, World
 from .policies.capacity_policy import Capacity, capacity_of, queued_message, refused_for_good
 from .policies.failure_policy import failure_of
@@ -162,7 +162,7 @@ def _status(name, generation, spec, previous, world, datasets, stage, failure, s
     status = DatasetGenerationStatus(
         stage=stage, observed_generation=generation, conditions=list(previous.conditions), datasets=datasets,
         replicas=fold_replicas(spec, world.reports),
-        tokens=sum(d.tokens for d in datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
+        tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or now,
         completion_time=(previous.completion_time or now) if stage == "Done" else None,
         preflight=preflight_status(world.preflight) if world.preflight else previous.preflight,

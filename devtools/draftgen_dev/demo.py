@@ -5,10 +5,15 @@ operator, puts a tiny model and three prompt datasets on PersistentVolumes, appl
 examples/quickstart.yaml, and shows what a user would watch: `kubectl get dsgen`, the per-dataset
 budgets filling up, the generation Jobs deleted the moment the budgets are met, the merge and the
 extraction, then the corpus, the hidden states and the length statistics.
+
+`--server real` (`make demo SERVER=real`) serves the generation pods with the real SGLang 0.5.23 on
+the CPU (draftgen_dev.real_sglang) instead of jobrunner's simulator: the same manifest with only
+`spec.server.command` and `args` changed, as a user would point the quickstart at their own server.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -24,6 +29,8 @@ from kubernetes import client
 from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
 from draftgen_dev.cluster.controlplane import LocalCluster
 from draftgen_dev.demo_assets import build_model, write_datasets
+from draftgen_dev.real_sglang.install import PLATFORM_NAME, ensure_installed
+from draftgen_dev.real_sglang.server import CPU_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "draftgen-demo"
@@ -31,14 +38,26 @@ EXAMPLE = REPO / "examples" / "quickstart.yaml"
 CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
 
 
+def with_real_sglang(manifest: dict) -> dict:
+    """The quickstart served by the real SGLang on the CPU: its pod runs SGLang's own launcher from
+    the cached venv with the CPU platform plugin selected; draftgen adds model, host and port."""
+    server = manifest["spec"]["server"]
+    server["command"] = ["env", f"SGLANG_PLATFORM={PLATFORM_NAME}", "CUDA_VISIBLE_DEVICES=", "PYTHONUNBUFFERED=1",
+                         str(ensure_installed()), "-m", "sglang.launch_server"]
+    server["args"] = list(CPU_ARGS)
+    server["tensorParallelSize"] = 1  # one CPU process per pod
+    return manifest
+
+
 def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
 
 
 class Demo:
-    def __init__(self, cluster: LocalCluster, workdir: Path):
+    def __init__(self, cluster: LocalCluster, workdir: Path, manifest: dict):
         self.cluster = cluster
         self.workdir = workdir
+        self.manifest = manifest
         self.kubectl = str(ensure(KUBECTL_HELM) / "kubectl")
         self.api = cluster.api_client()
 
@@ -81,8 +100,11 @@ class Demo:
         print(f"  pid {proc.pid}, log {self.workdir / 'operator.log'}")
 
     def run(self, timeout_s: float = 600) -> dict:
-        say(f"kubectl apply -f {EXAMPLE.relative_to(REPO)}")
-        print(self.k("apply", "-n", NAMESPACE, "-f", str(EXAMPLE)).strip())
+        applied = self.workdir / EXAMPLE.name
+        applied.write_text(yaml.safe_dump(self.manifest, sort_keys=False))
+        server = " ".join(self.manifest["spec"]["server"]["command"][-3:])
+        say(f"kubectl apply -f {EXAMPLE.relative_to(REPO)}   (server: {server})")
+        print(self.k("apply", "-n", NAMESPACE, "-f", str(applied)).strip())
         custom = client.CustomObjectsApi(self.api)
         deadline, shown, last = time.monotonic() + timeout_s, None, {}
         while time.monotonic() < deadline:
@@ -90,7 +112,7 @@ class Demo:
                                                       "quickstart")
             status = obj.get("status") or {}
             line = self.k("get", "dsgen", "-n", NAMESPACE, "-o", "wide", "--no-headers", check=False).strip()
-            datasets = "  ".join(f"{d['name']}={d['tokens']}/{d['budgetTokens']}({d['state']})"
+            datasets = "  ".join(f"{d['name']}={d.get('tokens', '-')}/{d['budgetTokens']}({d['state']})"
                                  for d in status.get("datasets", []))
             pods = self.k("get", "pods", "-n", NAMESPACE, "--no-headers", "-o",
                           "custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName", check=False)
@@ -149,13 +171,20 @@ class Demo:
               f"report.md in {self.workdir / 'report'}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="draftgen_dev.demo")
+    parser.add_argument("--server", choices=("simulator", "real"), default="simulator",
+                        help="what serves the generation pods: jobrunner's simulator or the real SGLang on the CPU")
+    args = parser.parse_args(argv)
+    manifest = yaml.safe_load(EXAMPLE.read_text())
+    if args.server == "real":
+        manifest = with_real_sglang(manifest)
     workdir = Path(tempfile.mkdtemp(prefix="draftgen-demo-"))
     with ExitStack() as stack:
         cluster = LocalCluster(workdir / "cluster")
         cluster.start()
         stack.callback(cluster.stop)
-        demo = Demo(cluster, workdir)
+        demo = Demo(cluster, workdir, manifest)
         print(demo.k("get", "nodes", "-L", "nvidia.com/gpu.product,nvidia.com/gpu.count").strip())
         demo.install()
         demo.volumes()

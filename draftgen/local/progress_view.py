@@ -30,8 +30,10 @@ def progress_rows(datasets: list[DatasetStatus]) -> list[tuple[str, ...]]:
     rows = []
     for d in datasets:
         generating = d.state == DatasetState.GENERATING
-        eta = budget.eta_seconds(d.budget_tokens, d.tokens, d.tokens_per_second) if generating else None
-        rows.append((d.name, f"{d.tokens:,}", f"{d.budget_tokens:,}", f"{100 * d.tokens / d.budget_tokens:.1f}",
+        eta = budget.eta_seconds(d.budget_tokens, d.tokens or 0, d.tokens_per_second) if generating else None
+        reported = d.tokens is not None  # "-" until a replica reports: a 0 might be a figure that falls
+        rows.append((d.name, f"{d.tokens:,}" if reported else "-", f"{d.budget_tokens:,}",
+                     f"{100 * d.tokens / d.budget_tokens:.1f}" if reported else "-",
                      str(d.state), f"{d.tokens_per_second:,.0f}" if generating else "-", format_duration(eta)))
     return rows
 

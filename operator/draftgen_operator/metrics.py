@@ -39,9 +39,10 @@ def gpus_held(pods, gpus_per_replica: int) -> int:
 
 def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs, gpus: int) -> None:
     for d in status.datasets:
-        TOKENS.labels(namespace, name, d.name).set(d.tokens)
+        if d.tokens is not None:  # not reported yet: no sample rather than a 0 that would fall
+            TOKENS.labels(namespace, name, d.name).set(d.tokens)
+            SAMPLES.labels(namespace, name, d.name).set(d.samples or 0)
         BUDGET.labels(namespace, name, d.name).set(d.budget_tokens)
-        SAMPLES.labels(namespace, name, d.name).set(d.samples)
     for phase in Phase:
         PHASE.labels(namespace, name, phase).set(1 if status.phase == phase else 0)
     JOBS_ACTIVE.labels(namespace, name).set(sum(j.active for j in jobs))

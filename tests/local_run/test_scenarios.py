@@ -48,7 +48,7 @@ class LocalDriver:
             return {}
 
     def wait_for_tokens(self) -> None:
-        wait_for(lambda: self.status().get("tokens", 0) > 0 or self.proc.poll() is not None, 60, "tokens in status")
+        wait_for(lambda: (self.status().get("tokens") or 0) > 0 or self.proc.poll() is not None, 60, "tokens in status")
         assert self.proc.poll() is None, self.log.read_text()
 
     def restart_controller(self) -> None:

@@ -185,7 +185,7 @@ class Run:
 
     def replica_tokens(self, replica: int) -> int:
         reports = [r for r in self.status().get("replicas") or [] if r.get("index") == replica]
-        return sum(d.get("tokens", 0) for r in reports for d in r.get("datasets") or [])
+        return sum((d.get("tokens") or 0) for r in reports for d in r.get("datasets") or [])
 
     def generate_pid(self, replica: int) -> int:
         """The process id of the running generate container of `replica` (the local kubelet runs

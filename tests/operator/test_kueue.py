@@ -114,7 +114,7 @@ def test_a_second_run_waits_in_kueue_until_the_first_frees_its_gpus(queued):
 def test_a_preempted_run_resumes_when_readmitted_and_loses_nothing(queued, k8s):
     r = queued(budgets=(12000, 4000, 4000))
     r.apply()
-    wait_for(lambda: r.status().get("tokens", 0) > 1500, 180, "some tokens", r.cluster)
+    wait_for(lambda: (r.status().get("tokens") or 0) > 1500, 180, "some tokens", r.cluster)
     # A higher-priority workload wants the same 8 GPUs, and holds them for a while.
     urgent = {"metadata": {"name": "urgent", "labels": {names.KUEUE_QUEUE_LABEL: QUEUE,
                                                         "kueue.x-k8s.io/priority-class": "urgent"}},
@@ -150,7 +150,7 @@ def test_a_preempted_run_resumes_when_readmitted_and_loses_nothing(queued, k8s):
 def test_user_suspend_still_works_with_kueue_and_the_operator_never_writes_a_jobs_suspend(queued):
     r = queued(budgets=(8000, 2000, 2000))
     r.apply()
-    wait_for(lambda: r.status().get("tokens", 0) > 1000, 180, "some tokens", r.cluster)
+    wait_for(lambda: (r.status().get("tokens") or 0) > 1000, 180, "some tokens", r.cluster)
     job = r.jobs()["qs-gen-r000"]
     assert job.metadata.labels[names.KUEUE_QUEUE_LABEL] == QUEUE and never_updated_by_its_creator(job)
     r.patch_spec(lambda spec: spec.update(suspend=True))

@@ -28,7 +28,7 @@ class ClusterDriver:
             self.r.patch_spec(spec_change)
 
     def wait_for_tokens(self) -> None:
-        wait_for(lambda: self.r.status().get("tokens", 0) > 0, 120, "tokens in status", self.r.cluster)
+        wait_for(lambda: (self.r.status().get("tokens") or 0) > 0, 120, "tokens in status", self.r.cluster)
 
     def restart_controller(self) -> None:
         self.job_uids = {j.metadata.uid for j in self.r.jobs().values()}
