@@ -26,9 +26,11 @@ sglang: $(STAMP)
 test: binaries sglang
 	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
-# SERVER=real serves the generation pods with the real SGLang on the CPU (installed like `sglang`).
-demo: binaries
-	$(PYTHON) -m draftgen_dev.demo $(if $(SERVER),--server $(SERVER))
+# The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);
+# SERVER=simulator serves them with jobrunner's simulator instead (no SGLang install).
+SERVER ?= real
+demo: binaries $(if $(filter real,$(SERVER)),sglang)
+	$(PYTHON) -m draftgen_dev.demo --server $(SERVER)
 
 cluster: binaries
 	@$(PYTHON) -m draftgen_dev.cluster up

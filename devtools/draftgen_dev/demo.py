@@ -6,9 +6,10 @@ examples/quickstart.yaml, and shows what a user would watch: `kubectl get dsgen`
 budgets filling up, the generation Jobs deleted the moment the budgets are met, the merge and the
 extraction, then the corpus, the hidden states and the length statistics.
 
-`--server real` (`make demo SERVER=real`) serves the generation pods with the real SGLang 0.5.23 on
-the CPU (draftgen_dev.real_sglang) instead of jobrunner's simulator: the same manifest with only
-`spec.server.command` and `args` changed, as a user would point the quickstart at their own server.
+The generation pods are served by the real SGLang 0.5.23 on the CPU (draftgen_dev.real_sglang):
+the quickstart with only `spec.server.command`, `args` and `tensorParallelSize` changed, as a user
+points it at their own server. `--server simulator` (`make demo SERVER=simulator`) applies the
+quickstart as written, served by jobrunner's simulator, with no SGLang installed.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from kubernetes import client
 from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
 from draftgen_dev.cluster.controlplane import LocalCluster
 from draftgen_dev.demo_assets import build_model, write_datasets
-from draftgen_dev.real_sglang.install import PLATFORM_NAME, ensure_installed
-from draftgen_dev.real_sglang.server import CPU_ARGS
+from draftgen_dev.real_sglang.install import ensure_installed
+from draftgen_dev.real_sglang.server import CPU_ARGS, CPU_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "draftgen-demo"
@@ -42,7 +43,7 @@ def with_real_sglang(manifest: dict) -> dict:
     """The quickstart served by the real SGLang on the CPU: its pod runs SGLang's own launcher from
     the cached venv with the CPU platform plugin selected; draftgen adds model, host and port."""
     server = manifest["spec"]["server"]
-    server["command"] = ["env", f"SGLANG_PLATFORM={PLATFORM_NAME}", "CUDA_VISIBLE_DEVICES=", "PYTHONUNBUFFERED=1",
+    server["command"] = ["env", *(f"{k}={v}" for k, v in CPU_ENV.items()), "PYTHONUNBUFFERED=1",
                          str(ensure_installed()), "-m", "sglang.launch_server"]
     server["args"] = list(CPU_ARGS)
     server["tensorParallelSize"] = 1  # one CPU process per pod
@@ -173,7 +174,7 @@ class Demo:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="draftgen_dev.demo")
-    parser.add_argument("--server", choices=("simulator", "real"), default="simulator",
+    parser.add_argument("--server", choices=("real", "simulator"), default="real",
                         help="what serves the generation pods: jobrunner's simulator or the real SGLang on the CPU")
     args = parser.parse_args(argv)
     manifest = yaml.safe_load(EXAMPLE.read_text())

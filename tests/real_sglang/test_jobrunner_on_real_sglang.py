@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
 from transformers import AutoTokenizer
 
 from draftgen_contracts import exit_codes
@@ -126,9 +125,8 @@ def test_a_token_outside_the_vocabulary_is_skipped_unsent_and_the_server_serves_
     assert real_sglang.alive() and real_sglang.get("/health")[0] == 200
 
 
-# Two real servers on two cores take about 4 minutes for 2,500 tokens (one server alone makes 5,000 in
-# under a minute): the slow tier until that is understood (issue 22).
-@pytest.mark.slow
+# About a minute, the second server's start included. It took four while each server ran torch with
+# a thread per core: two servers spun against each other (bench/real_sglang_threads.py).
 def test_two_replicas_on_two_real_servers_share_every_budget_exactly(real_sglang, real_model, tmp_path):
     second = RealSGLang(real_model, tmp_path / "second.log", "--max-running-requests", str(MAX_RUNNING)).start()
     try:

@@ -20,6 +20,10 @@ from .install import PLATFORM_NAME, ensure_installed
 # --sleep-on-idle: an idle scheduler otherwise spins a whole core (measured: 100 % of one of two cores).
 CPU_ARGS = ("--device", "cpu", "--attention-backend", "torch_native", "--max-total-tokens", "16384",
             "--sleep-on-idle")
+# The platform plugin, no CUDA device, and one OpenMP thread: torch's default of one thread per core
+# makes two servers on two cores spin against each other (bench/real_sglang_threads.py; the README
+# has the numbers).
+CPU_ENV = {"SGLANG_PLATFORM": PLATFORM_NAME, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
 STARTUP_TIMEOUT_S = 300.0
 
 
@@ -44,9 +48,14 @@ class RealSGLang:
         return [str(ensure_installed()), "-m", "sglang.launch_server", "--model-path", self.model_dir,
                 "--host", "127.0.0.1", "--port", str(self.port), *CPU_ARGS, *self.args]
 
-    def start(self) -> "RealSGLang":
-        env = {**os.environ, "SGLANG_PLATFORM": PLATFORM_NAME, "CUDA_VISIBLE_DEVICES": "",
-               "PYTHONUNBUFFERED": "1"}
+    def start(self, env_overrides: dict[str, str | None] | None = None) -> "RealSGLang":
+        """`env_overrides`: variables to set, or with None to unset, over CPU_ENV (benchmarks)."""
+        env = {**os.environ, **CPU_ENV, "PYTHONUNBUFFERED": "1"}
+        for key, value in (env_overrides or {}).items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         command = self.command()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
