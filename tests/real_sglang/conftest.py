@@ -10,7 +10,10 @@ import shutil
 import pytest
 
 from draftgen_dev.demo_assets import build_model
-from draftgen_dev.real_sglang.server import RealSGLang
+from draftgen_dev.real_sglang.server import HTTPEndpoint, RealSGLang
+from draftgen_dev.tiny_model import VOCAB_SIZE
+from jobrunner.simulate.config import SimConfig
+from jobrunner.simulate.server import run_in_thread
 from tests.conftest import LOGS_ON_FAILURE
 
 # Room for the abort tests: more requests than this wait in SGLang's queue.
@@ -18,6 +21,7 @@ MAX_RUNNING = 8
 # A queue that no jobrunner test fills (the quickstart holds the most in flight: 3 datasets x 20),
 # and that the differential test fills on purpose to see the 503.
 MAX_QUEUED = 64
+CONTEXT_LEN = 2048  # the tiny model's max_position_embeddings
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +42,45 @@ def real_sglang(request, real_model, tmp_path_factory):
         shutil.copy(log, LOGS_ON_FAILURE / "real-sglang.log")
 
 
-def generation_tokens(server: RealSGLang) -> float:
+def like_the_real_server(model_dir) -> SimConfig:
+    """The simulator set as the shared real server runs: the tiny model's context, vocabulary and
+    EOS, the same running and queue limits, and about its decode speed on two cores."""
+    return SimConfig(context_len=CONTEXT_LEN, vocab_size=VOCAB_SIZE, eos_token_id=2, per_request_tps=100.0,
+                     max_running_requests=MAX_RUNNING, max_queued_requests=MAX_QUEUED, model_path=str(model_dir))
+
+
+class SimulatedSGLang(HTTPEndpoint):
+    """The simulator launched like the real server, behind RealSGLang's interface, so a test of this
+    tier runs against both and the two are held to one behaviour."""
+
+    def __init__(self, model_dir):
+        _, self.handle = run_in_thread(like_the_real_server(model_dir))
+        self.base_url = self.handle.base_url
+
+    def alive(self) -> bool:
+        return self.get("/health")[0] == 200
+
+    def log_tail(self) -> str:
+        return ""
+
+    def stop(self) -> None:
+        self.handle.stop()
+
+
+@pytest.fixture(scope="package")
+def simulated_sglang(real_model):
+    server = SimulatedSGLang(real_model)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["real", "simulator"])
+def sglang(request):
+    """The real server, then the simulator launched like it."""
+    return request.getfixturevalue("real_sglang" if request.param == "real" else "simulated_sglang")
+
+
+def generation_tokens(server: HTTPEndpoint) -> float:
     """Every token the server has generated since it started, by its own count (/metrics)."""
     status, body = server.get("/metrics")
     assert status == 200, body

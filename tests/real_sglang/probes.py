@@ -15,13 +15,12 @@ from typing import Any
 
 import httpx
 
-from tests.real_sglang.conftest import MAX_QUEUED, MAX_RUNNING
+from tests.real_sglang.conftest import CONTEXT_LEN, MAX_QUEUED, MAX_RUNNING
 
 Observation = dict[str, Any]
 Probe = Callable[[httpx.AsyncClient], Awaitable[Observation]]
 
 PROMPT = list(range(10, 26))
-CONTEXT_LEN = 2048  # the tiny model's max_position_embeddings
 LONG = {"max_new_tokens": 1500, "ignore_eos": True}  # runs until aborted
 # meta_info keys draftgen reads (draftgen_contracts.sglang_protocol) or the simulator sends.
 WATCHED_META = ("id", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "e2e_latency")

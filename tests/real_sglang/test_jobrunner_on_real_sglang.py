@@ -1,5 +1,7 @@
 """jobrunner generate against the real SGLang 0.5.23 (CPU, tiny model): exact ids through the chat
-template, the cut at the budget, and aborts of running and queued requests."""
+template, the cut at the budget, aborts of running and queued requests, ids outside the vocabulary,
+two replicas. Each test with one server runs against the simulator launched like it too (`sglang`),
+so the simulator the rest of the suite relies on is held to the same behaviour."""
 
 from __future__ import annotations
 
@@ -28,13 +30,13 @@ def records(tmp_path, dataset):
     return [r for p in output.record_files(tmp_path / "out", dataset) for r in output.iter_records(p)]
 
 
-async def test_stored_ids_are_the_servers_own_through_the_real_chat_template(real_sglang, real_model, tmp_path):
+async def test_stored_ids_are_the_servers_own_through_the_real_chat_template(sglang, real_model, tmp_path):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 20)
     greedy = {"temperature": 0.0}
-    cfg = config(real_sglang, tmp_path, real_model, [
+    cfg = config(sglang, tmp_path, real_model, [
         {"name": "a", "path": prompts, "budget_tokens": 300, "concurrency": 1, "sampling_params": greedy}],
         at_budget="abort")
-    assert await run_generate(cfg) == exit_codes.OK, real_sglang.log_tail()
+    assert await run_generate(cfg) == exit_codes.OK, sglang.log_tail()
     recs = records(tmp_path, "a")
     assert recs and sum(r["completion_tokens"] for r in recs) >= 300
     tokenizer = AutoTokenizer.from_pretrained(str(real_model))
@@ -44,7 +46,7 @@ async def test_stored_ids_are_the_servers_own_through_the_real_chat_template(rea
                                                  return_dict=False)
         assert r["input_ids"] == list(expected)
         # The same request again, alone as it was: greedy decoding answers the very ids that were stored.
-        status, body = real_sglang.post("/generate", {"input_ids": r["input_ids"],
+        status, body = sglang.post("/generate", {"input_ids": r["input_ids"],
                                                       "sampling_params": {**greedy, **r["sampling_params"]}})
         assert status == 200, body
         answer = json.loads(body)
@@ -67,11 +69,16 @@ def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sgl
     """Every token the server makes past the budgets is waste, kept or thrown away. Cutting keeps
     exactly the budget; what it still wastes (the requests in flight run on between the decision and
     the abort, and past what the decode clock guessed) is measured against aborting the same run,
-    whose waste is the wave of whole responses in flight when each budget is met."""
+    whose waste is the wave of whole responses in flight when each budget is met.
+
+    The real server only: on the simulator launched like it the same run wasted 8.2 % cutting and
+    6.8 % aborting (real: 5.7 % and 74.3 %). How far the decode clock and the waste of a real
+    scheduler are from the simulator's is issue 24's measurement."""
+    sglang = real_sglang
     prompts = write_prompts(tmp_path / "prompts.jsonl", 300)
     budgets = {"a": 3000, "b": 2000}
     wanted = sum(budgets.values())
-    made = {mode: run_budgets(real_sglang, tmp_path, real_model, prompts, budgets, mode) for mode in ("cut", "abort")}
+    made = {mode: run_budgets(sglang, tmp_path, real_model, prompts, budgets, mode) for mode in ("cut", "abort")}
     for name, budget in budgets.items():
         recs = records(tmp_path / "cut", name)
         assert sum(r["completion_tokens"] for r in recs) == budget
@@ -79,20 +86,20 @@ def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sgl
         assert cut and all(r["finish_reason"] == "length" for r in cut)
         assert sum(r["completion_tokens"] for r in records(tmp_path / "abort", name)) >= budget
     waste = {mode: tokens - wanted for mode, tokens in made.items()}
-    print(f"real server, budgets {wanted}: waste when cutting {waste['cut']:.0f} ({waste['cut'] / wanted:.1%}), "
+    print(f"{type(sglang).__name__}, budgets {wanted}: waste when cutting {waste['cut']:.0f} ({waste['cut'] / wanted:.1%}), "
           f"when aborting {waste['abort']:.0f} ({waste['abort'] / wanted:.1%})")
     assert 0 <= waste["cut"] < waste["abort"]
 
 
-async def test_aborts_of_running_and_queued_requests_answer_what_they_made(real_sglang, real_model):
+async def test_aborts_of_running_and_queued_requests_answer_what_they_made(sglang, real_model):
     tokenizer = AutoTokenizer.from_pretrained(str(real_model))
     prompt = tokenizer.encode("question 1: what is 1 + 1?")
-    async with SGLangClient(real_sglang.base_url) as client:
+    async with SGLangClient(sglang.base_url) as client:
         rids = [f"abort-test-{i}" for i in range(MAX_RUNNING + 3)]
         long = {"max_new_tokens": 1500, "ignore_eos": True}
         calls = [asyncio.create_task(client.generate(prompt, long, rid)) for rid in rids]
         await asyncio.sleep(3.0)  # the first MAX_RUNNING decode; the rest wait in the queue
-        for rid in rids:
+        for rid in reversed(rids):  # the queued first: a running one's slot, freed, would admit them
             await client.abort(rid)
         results = await asyncio.wait_for(asyncio.gather(*calls), 60)
         assert all(r.finish_reason == "abort" and r.completion_tokens == len(r.output_ids) for r in results)
@@ -108,21 +115,21 @@ async def test_aborts_of_running_and_queued_requests_answer_what_they_made(real_
         assert after.finish_reason == "length" and after.completion_tokens == 5
 
 
-def test_a_token_outside_the_vocabulary_is_skipped_unsent_and_the_server_serves_on(real_sglang, real_model, tmp_path):
+def test_a_token_outside_the_vocabulary_is_skipped_unsent_and_the_server_serves_on(sglang, real_model, tmp_path):
     """One such id kills SGLang 0.5.23's scheduler, and every request of the server with it."""
     vocab = json.loads((real_model / "config.json").read_text())["vocab_size"]
     rows = [{"input_ids": [1, 20, 30]}, {"input_ids": [1, vocab]}, {"input_ids": [1, 40, vocab + 100]},
             {"input_ids": [1, 50, 60]}]
     prompts = tmp_path / "ids.jsonl"
     prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = config(real_sglang, tmp_path, real_model, [
+    cfg = config(sglang, tmp_path, real_model, [
         {"name": "ids", "path": str(prompts), "pretokenized": True, "budget_tokens": 100_000, "max_new_tokens": 8}])
-    assert asyncio.run(run_generate(cfg)) == exit_codes.OK, real_sglang.log_tail()
+    assert asyncio.run(run_generate(cfg)) == exit_codes.OK, sglang.log_tail()
     assert sorted(r["row"] for r in records(tmp_path, "ids")) == [0, 3]
     skipped = [json.loads(line) for p in (tmp_path / "out").rglob("*.skipped.jsonl") for line in p.open()]
     assert sorted((s["row"], s["reason"]) for s in skipped) == [(1, "token_outside_vocabulary"),
                                                                  (2, "token_outside_vocabulary")]
-    assert real_sglang.alive() and real_sglang.get("/health")[0] == 200
+    assert sglang.alive() and sglang.get("/health")[0] == 200
 
 
 # About a minute, the second server's start included. It took four while each server ran torch with

@@ -13,11 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from draftgen_dev.tiny_model import VOCAB_SIZE
-from jobrunner.simulate.config import SimConfig
-from jobrunner.simulate.server import run_in_thread
-from tests.real_sglang.conftest import MAX_QUEUED, MAX_RUNNING
-from tests.real_sglang.probes import CONTEXT_LEN, PROBES
+from tests.real_sglang.probes import PROBES
 
 # probe -> {field: (real, simulator)}
 KNOWN_DIFFERENCES: dict[str, dict[str, tuple[Any, Any]]] = {
@@ -25,17 +21,6 @@ KNOWN_DIFFERENCES: dict[str, dict[str, tuple[Any, Any]]] = {
                     "finish.length": (None, 30), "output_len": ("shorter", 30)},
 }
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "sglang.md"
-
-
-@pytest.fixture(scope="module")
-def like_the_real_server(real_model):
-    """The simulator set as the shared real server runs: the tiny model's context, vocabulary and
-    EOS, the same running and queue limits, and about its decode speed on two cores."""
-    _, handle = run_in_thread(SimConfig(
-        context_len=CONTEXT_LEN, vocab_size=VOCAB_SIZE, eos_token_id=2, per_request_tps=100.0,
-        max_running_requests=MAX_RUNNING, max_queued_requests=MAX_QUEUED, model_path=str(real_model)))
-    yield handle
-    handle.stop()
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -65,9 +50,9 @@ def observe(base_url: str, name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", list(PROBES))
-def test_the_simulator_answers_this_probe_as_the_real_server_does(name, real_sglang, like_the_real_server):
+def test_the_simulator_answers_this_probe_as_the_real_server_does(name, real_sglang, simulated_sglang):
     real = observe(real_sglang.base_url, name)
-    simulated = observe(like_the_real_server.base_url, name)
+    simulated = observe(simulated_sglang.base_url, name)
     assert differences(real, simulated) == KNOWN_DIFFERENCES.get(name, {}), (real, simulated)
 
 

@@ -33,7 +33,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RealSGLang:
+class HTTPEndpoint:
+    """Blocking GET and POST on `base_url`, answering (status, body) whatever the status."""
+
+    base_url: str
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(self.base_url + path, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def post(self, path: str, body: dict) -> tuple[int, bytes]:
+        request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+
+class RealSGLang(HTTPEndpoint):
     """`RealSGLang(model_dir, log_path, *args).start()`; `.base_url`, `.get(path)`, `.stop()`."""
 
     def __init__(self, model_dir: str | os.PathLike, log_path: Path, *args: str, port: int | None = None):
@@ -77,22 +99,6 @@ class RealSGLang:
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"SGLang not ready after {timeout_s:.0f}s:\n{self.log_tail()}")
-
-    def get(self, path: str) -> tuple[int, bytes]:
-        try:
-            with urllib.request.urlopen(self.base_url + path, timeout=10) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-
-    def post(self, path: str, body: dict) -> tuple[int, bytes]:
-        request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
