@@ -3,7 +3,7 @@
     .venv/bin/python bench/real_sglang_threads.py [--requests 16] [--tokens 100]
 
 For one server and for two side by side (two replicas on one two-core machine, as the real tier
-and `make demo SERVER=real` run them), each thread setting: start the servers on the tiny model,
+and `make demo` run them), each thread setting: start the servers on the tiny model,
 send every server `--requests` concurrent requests of `--tokens` tokens (ignore_eos), and print the
 output tokens/s and the ratio of one thread to the default. Nothing else may run meanwhile.
 """

@@ -154,7 +154,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _all(value: Any, check) -> bool:
+def every(value: Any, check) -> bool:
+    """Whether `value` is a list whose every item passes `check`."""
     return isinstance(value, list) and all(check(v) for v in value)
 
 
@@ -166,11 +167,11 @@ KIND_CHECKS = {
     "str": lambda v: isinstance(v, str),
     "any": lambda v: True,
     "dict": lambda v: isinstance(v, dict),
-    "str_list": lambda v: _all(v, lambda x: isinstance(x, str)),
-    "int_list": lambda v: _all(v, _is_int),
-    "str_or_str_list": lambda v: isinstance(v, str) or _all(v, lambda x: isinstance(x, str)),
-    "bool_or_bool_list": lambda v: isinstance(v, bool) or _all(v, lambda x: isinstance(x, bool)),
-    "int_or_int_list": lambda v: _is_int(v) or _all(v, _is_int),
+    "str_list": lambda v: every(v, lambda x: isinstance(x, str)),
+    "int_list": lambda v: every(v, _is_int),
+    "str_or_str_list": lambda v: isinstance(v, str) or every(v, lambda x: isinstance(x, str)),
+    "bool_or_bool_list": lambda v: isinstance(v, bool) or every(v, lambda x: isinstance(x, bool)),
+    "int_or_int_list": lambda v: _is_int(v) or every(v, _is_int),
     "float_dict": lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
     "str_dict": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draftgen_contracts.sglang_protocol import REQUEST_FIELD_KINDS
+from draftgen_contracts.sglang_protocol import REQUEST_FIELD_KINDS, every
 
 # pydantic's lax str -> bool table (pydantic-core `bool` validator).
 BOOL_STRINGS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
@@ -40,18 +40,14 @@ def coerces_to_int(value: Any) -> bool:
     return False
 
 
-def _each(value: Any, check) -> bool:
-    return isinstance(value, list) and all(check(v) for v in value)
-
-
 LAX_CHECKS = {
     "str": lambda v: isinstance(v, str),
-    "str_or_str_list": lambda v: isinstance(v, str) or _each(v, lambda x: isinstance(x, str)),
+    "str_or_str_list": lambda v: isinstance(v, str) or every(v, lambda x: isinstance(x, str)),
     "bool": coerces_to_bool,
-    "bool_or_bool_list": lambda v: coerces_to_bool(v) or _each(v, coerces_to_bool),
+    "bool_or_bool_list": lambda v: coerces_to_bool(v) or every(v, coerces_to_bool),
     "int": coerces_to_int,
     "uint": coerces_to_int,
-    "int_or_int_list": lambda v: coerces_to_int(v) or _each(v, coerces_to_int),
+    "int_or_int_list": lambda v: coerces_to_int(v) or every(v, coerces_to_int),
     "str_dict": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
 }
 
@@ -63,6 +59,6 @@ def http_layer_problem(body: dict[str, Any]) -> str | None:
         if value is not None and not LAX_CHECKS[kind](value):
             return f"1 validation error: ('body', '{key}'): Input should be a valid {kind.replace('_', ' ')}"
     params = body.get("sampling_params")
-    if params is not None and not isinstance(params, dict) and not _each(params, lambda p: isinstance(p, dict)):
+    if params is not None and not isinstance(params, dict) and not every(params, lambda p: isinstance(p, dict)):
         return "1 validation error: ('body', 'sampling_params'): Input should be a valid dictionary or list"
     return None

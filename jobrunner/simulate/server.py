@@ -265,7 +265,6 @@ class Simulator:
                                   "is_generation": True, "preferred_sampling_params": None,
                                   "weight_version": "default"})
 
-
     async def _handle_metrics(self, request: web.Request) -> web.Response:
         return web.Response(text=metrics_text(self.stats, self.config.model_path),
                             content_type="text/plain", charset="utf-8")

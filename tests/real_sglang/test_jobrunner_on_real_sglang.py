@@ -47,7 +47,7 @@ async def test_stored_ids_are_the_servers_own_through_the_real_chat_template(sgl
         assert r["input_ids"] == list(expected)
         # The same request again, alone as it was: greedy decoding answers the very ids that were stored.
         status, body = sglang.post("/generate", {"input_ids": r["input_ids"],
-                                                      "sampling_params": {**greedy, **r["sampling_params"]}})
+                                                 "sampling_params": {**greedy, **r["sampling_params"]}})
         assert status == 200, body
         answer = json.loads(body)
         assert answer["output_ids"] == r["output_ids"]
@@ -74,11 +74,10 @@ def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sgl
     The real server only: on the simulator launched like it the same run wasted 8.2 % cutting and
     6.8 % aborting (real: 5.7 % and 74.3 %). How far the decode clock and the waste of a real
     scheduler are from the simulator's is issue 24's measurement."""
-    sglang = real_sglang
     prompts = write_prompts(tmp_path / "prompts.jsonl", 300)
     budgets = {"a": 3000, "b": 2000}
     wanted = sum(budgets.values())
-    made = {mode: run_budgets(sglang, tmp_path, real_model, prompts, budgets, mode) for mode in ("cut", "abort")}
+    made = {mode: run_budgets(real_sglang, tmp_path, real_model, prompts, budgets, mode) for mode in ("cut", "abort")}
     for name, budget in budgets.items():
         recs = records(tmp_path / "cut", name)
         assert sum(r["completion_tokens"] for r in recs) == budget
@@ -86,7 +85,7 @@ def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sgl
         assert cut and all(r["finish_reason"] == "length" for r in cut)
         assert sum(r["completion_tokens"] for r in records(tmp_path / "abort", name)) >= budget
     waste = {mode: tokens - wanted for mode, tokens in made.items()}
-    print(f"{type(sglang).__name__}, budgets {wanted}: waste when cutting {waste['cut']:.0f} ({waste['cut'] / wanted:.1%}), "
+    print(f"real server, budgets {wanted}: waste when cutting {waste['cut']:.0f} ({waste['cut'] / wanted:.1%}), "
           f"when aborting {waste['abort']:.0f} ({waste['abort'] / wanted:.1%})")
     assert 0 <= waste["cut"] < waste["abort"]
 
