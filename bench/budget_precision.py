@@ -29,7 +29,7 @@ Printed per dataset and in all:
   counted against it (utilisation / (1 + excess) over the run);
 - cut: the kept tokens and samples of responses cut at the budget (`--at-budget cut`, the
   default), which the corpus keeps marked truncated.
-Goals (issue 9): at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
+Goals: at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
 >= 0.95.
 """
 

@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+from draftgen_contracts import exit_codes
+
 from .crd import render
 
 
@@ -12,4 +14,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     sys.stdout.write(render())
-    return 0
+    return exit_codes.OK

@@ -93,7 +93,6 @@ GENERATE_DIR = "generate"  # <output root>/generate/<dataset>/part-rNNN.*
 PART_FILE = re.compile(r"^part-r(\d{3})\.jsonl$")
 SUMMARY_FILE = re.compile(r"^part-r(\d{3})\.summary\.json$")
 PROGRESS_FILE = re.compile(r"^progress-r(\d{3})\.json$")
-SAMPLE_ID = re.compile(r"^(?P<dataset>[^/]+)/(?P<row>\d{9,})$")
 
 
 def part_file_name(replica: int) -> str:
@@ -146,28 +145,15 @@ def sample_id(dataset: str, row: int) -> str:
     return f"{dataset}/{row:09d}"
 
 
-def parse_sample_id(value: str) -> tuple[str, int]:
-    """(dataset, row) of a sample id; ValueError for anything `sample_id` does not make."""
-    match = SAMPLE_ID.match(value)
-    if not match:
-        raise ValueError(f"not a sample id: {value!r}")
-    return match["dataset"], int(match["row"])
-
 
 # --- the corpus and the hidden states ---------------------------------------------------------------
 
-CORPUS_SHARD = re.compile(r"^(?P<split>train|eval)-(?P<index>\d{5})\.jsonl$")
 STATES_SHARD = re.compile(r"^shard-(?P<number>\d{6})\.safetensors$")
 
 
 def corpus_shard_name(split: str, index: int) -> str:
     return f"{split}-{index:05d}.jsonl"
 
-
-def parse_corpus_shard_name(file_name: str) -> tuple[str, int] | None:
-    """(split, index) of a corpus shard, None for any other file."""
-    match = CORPUS_SHARD.match(file_name)
-    return (match["split"], int(match["index"])) if match else None
 
 
 def states_shard_name(number: int) -> str:

@@ -41,10 +41,6 @@ class Phase(StrEnum):
     SUSPENDED = "Suspended"
 
 
-# Phases in which work is under way (the Progressing condition).
-PHASES_IN_PROGRESS = frozenset({Phase.PENDING, Phase.GENERATING, Phase.MERGING, Phase.EXTRACTING})
-
-
 class Component(StrEnum):
     """The kinds of Job a DatasetGeneration runs, one per stage that does work."""
     PREFLIGHT = "preflight"
@@ -52,6 +48,3 @@ class Component(StrEnum):
     MERGE = "merge"
     EXTRACT = "extract"
 
-
-STAGE_COMPONENT = {Stage.PREFLIGHT: Component.PREFLIGHT, Stage.GENERATING: Component.GENERATE, Stage.MERGING: Component.MERGE,
-                   Stage.EXTRACTING: Component.EXTRACT}

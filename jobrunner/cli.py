@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from draftgen_contracts import exit_codes
+
 COMMANDS = {
     "preflight": ("jobrunner.preflight.cli", "check a run on the CPU before any GPU: model, tokenizer, datasets"),
     "generate": ("jobrunner.generate.cli", "generate responses through SGLang /generate within token budgets"),
@@ -30,12 +32,12 @@ def dispatch(prog: str, description: str, commands: dict[str, tuple[str, str]], 
         for name, (_, help_text) in commands.items():
             sub.add_parser(name, help=help_text, add_help=False)
         parser.parse_args(argv[:1])  # prints usage or the error, and exits
-        return 2
+        return exit_codes.BAD_CONFIG
     module_name, help_text = commands[argv[0]]
     module = importlib.import_module(module_name)
     command_parser = argparse.ArgumentParser(prog=f"{prog} {argv[0]}", description=help_text)
     module.add_arguments(command_parser)
-    return int(module.main(command_parser.parse_args(argv[1:])) or 0)
+    return int(module.main(command_parser.parse_args(argv[1:])) or exit_codes.OK)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from draftgen_contracts import hidden_state_layout, provenance
+from draftgen_contracts import exit_codes, hidden_state_layout, provenance
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
@@ -190,5 +190,5 @@ def main(args: argparse.Namespace) -> int:
                 print(f"extract: export {kind} -> {export_states(args.out, kind)}")
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"jobrunner extract: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+        return exit_codes.BAD_CONFIG
+    return exit_codes.OK

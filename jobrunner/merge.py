@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from draftgen_contracts import names, provenance
+from draftgen_contracts import exit_codes, names, provenance
 from draftgen_contracts.length_stats import length_stats
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
@@ -419,5 +419,5 @@ def main(args: argparse.Namespace) -> int:
                 print(f"merge: export {kind} -> {path}")
     except (ValueError, FileNotFoundError) as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+        return exit_codes.BAD_CONFIG
+    return exit_codes.OK

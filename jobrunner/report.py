@@ -15,6 +15,7 @@ import math
 import os
 from pathlib import Path
 
+from draftgen_contracts import exit_codes
 from jobrunner.stats import DatasetStats, all_dataset_stats, all_lengths
 
 COLUMNS = ("dataset", "samples", "tokens", "tok/s", "mean", "median", "p90", "p99", "max", ">1K", ">5K",
@@ -189,7 +190,7 @@ def main(args: argparse.Namespace) -> int:
     stats = all_dataset_stats(args.output_root, budgets_from(args.config, args.budget))
     if not stats:
         print(f"no generate output under {args.output_root}")
-        return 1
+        return exit_codes.FAILED
     print(json.dumps([s.to_json() for s in stats], indent=2) if args.json else render_table(stats))
     if args.png_dir:
         figures = [render_overview(args.output_root, stats, args.png_dir),
@@ -198,4 +199,4 @@ def main(args: argparse.Namespace) -> int:
         summary.write_text(render_markdown(stats, [str(f) for f in figures]))
         for path in (*figures, summary):
             print(f"wrote {path}")
-    return 0
+    return exit_codes.OK

@@ -7,6 +7,8 @@ import logging
 
 import kopf
 
+from draftgen_contracts import exit_codes
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", action="append", help="watch only these namespaces (default: all)")
@@ -25,4 +27,4 @@ def main(args: argparse.Namespace) -> int:
 
     kopf.run(standalone=True, clusterwide=not args.namespace, namespaces=args.namespace or (),
              liveness_endpoint=args.liveness or None)
-    return 0
+    return exit_codes.OK

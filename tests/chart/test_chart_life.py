@@ -19,8 +19,8 @@ from tests.chart.conftest import CHART, helm, set_args, tool
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 
-# The chart as last released before this version: 0.1.0, with the CRD before the admission rules of
-# issue 10 (no `..` segments in paths). Read from the repository's own history.
+# The chart as last released before this version: 0.1.0, with the CRD before its admission rules on
+# paths (no `..` segments). Read from the repository's own history.
 PREVIOUS_VERSION, PREVIOUS_COMMIT = "0.1.0", "4ae4c4bfe00aeba7987114b17f09e3693cc57ac8"
 CRD_NAME = f"{names.PLURAL}.{names.GROUP}"
 

@@ -160,7 +160,7 @@ def pod_names(core, namespace, label):
 
 def test_a_deployments_crashing_container_restarts_in_place_and_its_replicaset_keeps_one_pod(cluster, k8s, namespace):
     """restartPolicy Always: the kubelet restarts the container with a back-off; failing the pod instead
-    made the ReplicaSet create a new one for every crash (hundreds a minute, issue 21)."""
+    made the ReplicaSet create a new one for every crash (hundreds a minute)."""
     setup_namespace(cluster, k8s, namespace)
     core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
     pod = local_pod("crashes", [sys.executable, "-c", "raise SystemExit(3)"])

@@ -117,7 +117,7 @@ def test_suspend_deletes_jobs_and_resume_continues_from_the_output(run):
     wait_for(lambda: (r.status().get("tokens") or 0) > 1000, 120, "some tokens", r.cluster)
     r.patch_spec(lambda spec: spec.update(suspend=True))
     status = r.wait_phase("Suspended")
-    assert argocd_health(r.get())[0] == "Progressing"  # docs/gitops.md: never Argo CD's Suspended
+    assert argocd_health(r.get())[0] == "Suspended"  # docs/gitops.md
     wait_for(lambda: not r.unfinished_jobs() and not r.pods(), 60, "Jobs and pods gone", r.cluster)
     kept = len(r.records())
     assert kept > 0 and {c["type"]: c["status"] for c in status["conditions"]}["Suspended"] == "True"

@@ -73,7 +73,7 @@ def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sgl
 
     The real server only: on the simulator launched like it the same run wasted 8.2 % cutting and
     6.8 % aborting (real: 5.7 % and 74.3 %). How far the decode clock and the waste of a real
-    scheduler are from the simulator's is issue 24's measurement."""
+    scheduler are from the simulator's is still to be measured."""
     prompts = write_prompts(tmp_path / "prompts.jsonl", 300)
     budgets = {"a": 3000, "b": 2000}
     wanted = sum(budgets.values())

@@ -1,10 +1,11 @@
 -- Argo CD health of a DatasetGeneration (draftgen.io/v1alpha1), from its status:
 --   Healthy      phase Succeeded, and the operator has seen the current spec;
 --   Degraded     phase Failed, with the Failed condition's message;
+--   Suspended    phase Suspended (spec.suspend): gitops-engine pkg/health's status for resources
+--                that are suspended or paused;
 --   Progressing  everything else: no status yet, the operator behind the spec (observedGeneration),
---                Pending, Generating, Merging, Extracting, and Suspended (see docs/gitops.md: Argo CD's
---                own Suspended status turns the whole Application Suspended, argo-cd#19126, #24428).
--- Written for gopher-lua (Lua 5.1), as Argo CD runs it; tested in tests/chart/test_argocd_health.py.
+--                Pending, Generating, Merging, Extracting.
+-- Written for gopher-lua (Lua 5.1), as Argo CD runs it; tested in tests/argocd/test_health.py.
 local hs = {}
 
 local function condition(status, type_)
@@ -53,6 +54,12 @@ if status.phase == "Failed" then
   local failed = condition(status, "Failed")
   hs.status = "Degraded"
   hs.message = failed ~= nil and (failed.message or "") or "Failed"
+  return hs
+end
+
+if status.phase == "Suspended" then
+  hs.status = "Suspended"
+  hs.message = told(status)
   return hs
 end
 
