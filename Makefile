@@ -4,7 +4,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo cluster cluster-down binaries sglang bench
+.PHONY: test demo cluster cluster-down binaries controllers sglang bench
 
 $(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -14,8 +14,12 @@ $(STAMP): pyproject.toml devtools/pyproject.toml
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go
 # modules once per machine (cached by version in ~/.cache/draftgen), then only checks the cache.
+# The tests also run Kueue against it: `controllers` builds it the same way (the demo never runs it).
 binaries: $(STAMP)
 	$(PYTHON) -m draftgen_dev.cluster.binaries > /dev/null
+
+controllers: $(STAMP)
+	$(PYTHON) -m draftgen_dev.cluster.binaries --controllers > /dev/null
 
 # The real SGLang 0.5.23 for the real-server tests, in a venv of its own: installed once per machine
 # (about 11 GB, 4-7 minutes), then only checked. Before pytest, so no test's time-out includes it.
@@ -23,13 +27,16 @@ sglang: $(STAMP)
 	$(PYTHON) -m draftgen_dev.real_sglang.install > /dev/null
 
 # SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest.
-test: binaries sglang
+test: controllers sglang
 	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 # The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);
 # SERVER=simulator serves them with jobrunner's simulator instead (no SGLang install).
+# On a fresh machine the Go builds (CPU) and the SGLang install (mostly download and unpacking) run
+# side by side.
 SERVER ?= real
-demo: binaries $(if $(filter real,$(SERVER)),sglang)
+demo: $(STAMP)
+	$(MAKE) -j2 binaries $(if $(filter real,$(SERVER)),sglang)
 	$(PYTHON) -m draftgen_dev.demo --server $(SERVER)
 
 cluster: binaries

