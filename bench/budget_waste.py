@@ -5,8 +5,8 @@ and the partial work of the requests aborted and not kept.
 
 The simulator runs in its own process (150 requests in flight, function-calling length profile)
 and samples its counters every 5 ms on CLOCK_MONOTONIC, shared with this process. The engine runs
-here; the moment it stops requests is taken from its own decisions: the stop at the budget
-(aborting) or the last cut (cutting, docs/budgets.md). Printed:
+here; the moment it stops requests is taken from its own decisions (its `on_action` hook): the stop
+at the budget (aborting) or the last cut (cutting, docs/budgets.md). Printed:
 
 - tokens the simulator generated after that decision, as a share of the budget (goal <= 1%);
 - seconds from it until nothing of the dataset runs on the server (goal <= 1 s);
@@ -30,6 +30,7 @@ from pathlib import Path
 from draftgen_dev.sim_process import SimulatorProcess
 from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
+from jobrunner.generate.actions import Cut, Stop
 from jobrunner.generate.engine import Engine
 from jobrunner.sglang.client import SGLangClient
 
@@ -50,22 +51,17 @@ async def run(args, work: Path, url: str) -> tuple[float, int]:
         "at_budget": args.at_budget,
     })
     decided: list[float] = []
-    async with SGLangClient(url, max_connections=214) as client:
-        engine = Engine(config, client, FileCoordinator(work / "coord", 0))
-        stop, cut = engine._stop, engine._cut
 
-        def timed_stop(run):  # the engine's own decision to stop the dataset
-            if not run.stopping and run.in_flight:
-                decided.append(time.monotonic())
-            stop(run)
-
-        def timed_cut(run):
+    def timed(dataset: str, action) -> None:
+        # The engine's own decisions to stop requests: the stop at the budget with requests in
+        # flight (aborting), or a cut (cutting).
+        if isinstance(action, Cut) or (isinstance(action, Stop) and action.rids):
             decided.append(time.monotonic())
-            cut(run)
 
-        engine._stop, engine._cut = timed_stop, timed_cut
+    async with SGLangClient(url, max_connections=214) as client:
+        engine = Engine(config, client, FileCoordinator(work / "coord", 0), on_action=timed)
         await engine.run()
-    return decided[-1], engine.runs[0].writer.totals
+    return decided[-1], engine.writers["bench"].totals
 
 
 def main() -> int:

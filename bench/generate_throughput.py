@@ -63,7 +63,7 @@ async def run(args, work: Path, url: str) -> tuple[float, float, int]:
         cpu0, t0 = cpu_seconds(), time.monotonic()
         await engine.run()
         wall, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
-    return wall, cpu, engine.runs[0].writer.totals.completion_tokens
+    return wall, cpu, engine.writers["bench"].totals.completion_tokens
 
 
 def main() -> int:

@@ -1,5 +1,9 @@
-"""The generation engine: datasets in order, class concurrency, budgets, abort at the server
-(the package's docstring tells the whole flow)."""
+"""The generation engine: the I/O of the datasets' controllers (jobrunner.generate.dataset_controller).
+Requests sent and aborted through the client, their Tasks, the records written, the ticks the
+controllers plan, progress published, the datasets started in order (the package's docstring tells
+the whole flow). Every budget decision is a controller's: the engine reports what happened to it and
+carries out the actions it answers with, the way a step of a serving engine runs what its scheduler
+decided."""
 
 from __future__ import annotations
 
@@ -12,17 +16,19 @@ from collections.abc import Callable
 
 import aiohttp
 
-from draftgen_contracts import budget, budget_shares, exit_codes, names
+from draftgen_contracts import exit_codes, names
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
-from jobrunner.config import GenerateConfig
+from jobrunner.config import DatasetConfig, GenerateConfig
 from jobrunner.coordination import Coordinator
 from jobrunner.datasets import read_rows
-from jobrunner.generate import class_slots, provenance
-from jobrunner.generate.dataset_run import DatasetRun, InFlight, replica_sample_cap, sampling_params_for
+from jobrunner.generate import provenance
+from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
+from jobrunner.generate.dataset_controller import DatasetController, BudgetStage
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.feed import prepared_prompts
+from jobrunner.generate.slot_table import SlotTable
 from jobrunner.output import PartWriter, other_parts
 from jobrunner.prompts import Prompt, PromptPreparer
 from jobrunner.sglang.client import SGLangClient
@@ -33,6 +39,13 @@ log = logging.getLogger("jobrunner.generate")
 # Consecutive requests failing after all retries before the server counts as lost: dispatch pauses
 # until it is ready again (a pod's SGLang sidecar restarts in place, restartPolicy Always).
 MAX_CONSECUTIVE_FAILURES = 20
+
+# What an engine's `on_action` sees: the dataset's name and an action, before it is carried out.
+ActionHook = Callable[[str, Action], None]
+
+
+def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
+    return {**dataset.sampling_params, "max_new_tokens": prompt.max_new_tokens}
 
 
 def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, server_lost: bool) -> int:
@@ -49,19 +62,24 @@ def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, s
 
 class Engine:
     def __init__(self, config: GenerateConfig, client: SGLangClient, coordinator: Coordinator,
-                 tokenizer=None, context_length: int | None = None):
+                 tokenizer=None, context_length: int | None = None, on_action: ActionHook | None = None):
         self.config = config
         self.client = client
         self.coordinator = coordinator
         self.tokenizer = tokenizer
         self.context_length = context_length
+        self.on_action = on_action  # sees every action before it is carried out (the benchmarks time them)
         # A fresh part per process in every rid: a request of a killed predecessor may still run
         # on the server under the old rid, and a duplicate rid is a 400.
         self.run_key = f"{config.run_id}/r{config.replica}/{uuid.uuid4().hex[:12]}"
         self.classes = {c.name: c for c in config.prompt_class_table()}
-        self.class_in_flight = {name: 0 for name in self.classes}
-        self.runs: list[DatasetRun] = []
+        self.datasets: list[DatasetController] = []
+        self.writers: dict[str, PartWriter] = {}
+        self.slots = SlotTable(self.classes, self.datasets)
         self.last_progress: ProgressDocument | None = None  # the last report published (read by the metrics)
+        self._tasks: dict[str, asyncio.Task] = {}  # by rid: every request whose Task has not finished
+        self._sends: dict[str, int] = {}  # by sample id: times sent, for a fresh rid on each
+        self._ticks: dict[str, asyncio.TimerHandle] = {}  # by dataset: the tick its controller planned
         self._changed = asyncio.Event()
         self._shutdown = False
         self._lost: str | None = None  # why the server was given up for this process
@@ -92,22 +110,23 @@ class Engine:
             self._publish()
             await self._connect()
         except BaseException:
-            for run in self.runs:
-                run.writer.close()
+            for writer in self.writers.values():
+                writer.close()
             raise
         publisher = asyncio.create_task(self._publish_loop())
         feeds: list[asyncio.Task] = []
         try:
             await self._feed_in_order(feeds)
-            await self._wait_until(lambda: all(f.done() for f in feeds) and not any(r.in_flight for r in self.runs))
+            await self._wait_until(lambda: all(f.done() for f in feeds)
+                                   and not any(d.in_flight() for d in self.datasets))
             for feed in feeds:
                 feed.result()
         finally:
             await self._wind_down(feeds, publisher)
         if self._lost:
             log.error("the server is lost: %s; run again to resume", self._lost)
-        states = {r.name: r.state() for r in self.runs}
-        return exit_code(states, sum(r.transient_failures for r in self.runs), self._shutdown, bool(self._lost))
+        states = {d.name: d.state() for d in self.datasets}
+        return exit_code(states, sum(d.transient_failures for d in self.datasets), self._shutdown, bool(self._lost))
 
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
@@ -132,25 +151,17 @@ class Engine:
     def _open_datasets(self) -> None:
         cfg = self.config
         previous = self.coordinator.previous_own()
-        largest_max_new = max(c.max_new_tokens for c in self.classes.values())
         # One server per process: one decode clock for every dataset. Its bins are a small part
         # of the publish interval, the time scale of every other decision.
         clock = DecodeClock(time.monotonic(), bin_s=cfg.progress_interval_s / 20)
         for index, d in enumerate(cfg.datasets):
-            writer = PartWriter(cfg.output_root, d.name, cfg.replica)
+            writer = self.writers[d.name] = PartWriter(cfg.output_root, d.name, cfg.replica)
             elsewhere = other_parts(cfg.output_root, d.name, cfg.replica, cfg.replicas)
-            run = DatasetRun(d, writer, replica_sample_cap(d.sample_cap, cfg.replicas, cfg.replica),
-                             max_new_tokens=d.max_new_tokens or largest_max_new,
-                             replicas=cfg.replicas, replica=cfg.replica,
-                             first_receiver=budget_shares.first_receiver(index, cfg.replicas),
-                             cut=cfg.at_budget == budget_shares.CUT, clock=clock, elsewhere=elsewhere)
-            # Settling is for good under one budget: a restarted replica keeps its predecessor's
-            # word, which the replica finishing the dataset may already have counted on.
             before = previous.datasets.get(d.name) if previous else None
-            run.settled = bool(before and before.settled and before.budget_tokens == d.budget_tokens)
-            self.runs.append(run)
-        for index, run in enumerate(self.runs):
-            run.later = self.runs[index + 1:]
+            self.datasets.append(DatasetController.for_dataset(cfg, index, writer.totals, clock, before, elsewhere))
+        for index, dataset in enumerate(self.datasets):
+            dataset.siblings = self.datasets
+            dataset.later = self.datasets[index + 1:]
         self._refresh_coordination()
 
     async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
@@ -158,19 +169,19 @@ class Engine:
         its requests in flight are expected to bring all it may still add, or it waits for a full
         class while another class has room; a feed goes on and dispatches again if its requests
         fall short."""
-        for run in self.runs:
+        for dataset in self.datasets:
             if self._shutdown or self._lost:
                 return
-            if run.is_done():
-                log.info("%s: at its budget already (%d/%d tokens), skipped", run.name, run.tokens,
-                         run.config.budget_tokens)
-                run.stopping = True
+            if dataset.is_done():
+                log.info("%s: at its budget already (%d/%d tokens), skipped", dataset.name, dataset.tokens,
+                         dataset.budget_tokens)
+                self._carry_out(dataset, dataset.stop())
                 continue
-            feed = asyncio.create_task(self._feed(run))
+            feed = asyncio.create_task(self._feed(dataset))
             feed.add_done_callback(lambda _t: self._notify())
             feeds.append(feed)
-            await self._wait_until(lambda: feed.done() or run.rows_exhausted or run.is_covered()
-                                   or self._blocked_on_class(run))
+            await self._wait_until(lambda: feed.done() or dataset.lets_the_next_start(time.monotonic())
+                                   or self.slots.holds_up(dataset))
             if feed.done():
                 feed.result()  # a feed that failed fails the run
 
@@ -179,9 +190,8 @@ class Engine:
         the last progress published, the part files closed."""
         for feed in feeds:
             feed.cancel()
-        for run in self.runs:
-            if run.cut_timer is not None:
-                run.cut_timer.cancel()
+        for tick in self._ticks.values():
+            tick.cancel()
         await asyncio.gather(*feeds, return_exceptions=True)
         if self._shutdown or self._lost:
             await self._abort_everything()
@@ -192,22 +202,21 @@ class Engine:
         await asyncio.gather(publisher, *filter(None, [self._reconnecting]), return_exceptions=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._publish(finished=True)
-        for run in self.runs:
-            run.writer.close()
+        for writer in self.writers.values():
+            writer.close()
 
     def request_shutdown(self) -> None:
         """SIGTERM: stop dispatching; the run then aborts what is in flight and returns."""
         self._shutdown = True
-        for run in self.runs:
-            self._stop(run)
+        for dataset in self.datasets:
+            self._carry_out(dataset, dataset.stop())
         self._notify()
 
     # ---- dispatch -----------------------------------------------------------------------------
 
-    async def _feed(self, run: DatasetRun) -> None:
-        d = run.config
-        run.started = True
-        self._rebalance(run)  # a share smaller than one response settles before sending anything
+    async def _feed(self, dataset: DatasetController) -> None:
+        d = dataset.config
+        self._carry_out(dataset, dataset.start(time.monotonic()))
         preparer = PromptPreparer(
             tokenizer=self.tokenizer, template_kwargs=self.config.template_kwargs_for(d),
             classes=list(self.classes.values()), context_length=self.context_length,
@@ -216,189 +225,119 @@ class Engine:
         )
         rows = read_rows(d.path, d.format, pretokenized=d.pretokenized, traces=d.kind == "traces",
                          replica=self.config.replica, replicas=self.config.replicas)
-        prompts = prepared_prompts(rows, preparer.prepare, run.writer.is_done, self._executor)
+        writer = self.writers[d.name]
+        prompts = prepared_prompts(rows, preparer.prepare, writer.is_done, self._executor)
         try:
             async for item in prompts:
                 if not isinstance(item, Prompt):
-                    run.writer.append_skip(item.row, item.reason, item.detail)
+                    writer.append_skip(item.row, item.reason, item.detail)
                     continue
-                if not await self._send_requeued(run) or not await self._send(run, item):
+                if not await self._send_requeued(dataset) or not await self._send(dataset, item):
                     return
             # Out of new rows (the next dataset may start); the rows of trimmed requests may still
             # come back until none is in flight.
-            run.rows_exhausted = True
+            dataset.rows_ran_out()
             while True:
-                await self._wait_until(lambda: run.requeued or not run.in_flight or not self._wants_more(run))
-                if not run.requeued or not await self._send_requeued(run):
+                await self._wait_until(lambda: dataset.requeued or not dataset.in_flight()
+                                       or not self._wants_more(dataset))
+                if not dataset.requeued or not await self._send_requeued(dataset):
                     break
         finally:
             await prompts.aclose()
 
-    async def _send_requeued(self, run: DatasetRun) -> bool:
-        while run.requeued:
-            if not await self._send(run, run.requeued.popleft()):
+    async def _send_requeued(self, dataset: DatasetController) -> bool:
+        while (prompt := dataset.next_requeued()) is not None:
+            if not await self._send(dataset, prompt):
                 return False
         return True
 
-    async def _send(self, run: DatasetRun, prompt: Prompt) -> bool:
+    async def _send(self, dataset: DatasetController, prompt: Prompt) -> bool:
         """Dispatch `prompt` once its class and the budget allow; False when the dataset wants no more."""
         ready_at = time.monotonic()
-        run.waiting_for_class = prompt.prompt_class
+        dataset.waits_for_class(prompt.prompt_class)
         try:
-            await self._wait_until(lambda: self._can_dispatch(run, prompt) or not self._wants_more(run))
+            await self._wait_until(lambda: self._can_dispatch(dataset, prompt) or not self._wants_more(dataset))
         finally:
-            run.waiting_for_class = None
-        if not self._wants_more(run):
+            dataset.waits_for_class(None)
+        if not self._wants_more(dataset):
             return False
-        self._dispatch(run, prompt, time.monotonic() - ready_at)
+        self._dispatch(dataset, prompt, time.monotonic() - ready_at)
         return True
 
-    def _blocked_on_class(self, run: DatasetRun) -> bool:
-        """The dataset's next prompt waits for a full class while another class has free slots."""
-        waiting = run.waiting_for_class
-        return waiting is not None and self.class_in_flight[waiting] >= self.classes[waiting].concurrency and any(
-            self.class_in_flight[c.name] < c.concurrency for c in self.classes.values() if c.name != waiting)
-
-    def _wants_more(self, run: DatasetRun) -> bool:
+    def _wants_more(self, dataset: DatasetController) -> bool:
         """False once the dataset is done for this process (budget, cap, stop, shutdown, failure)."""
-        if run.stopping or self._shutdown or self._lost:
-            return False
-        if run.is_done():
-            self._stop(run)
-            return False
-        return True
+        return not self._shutdown and not self._lost and dataset.wants_more()
 
-    def _idle_classes(self) -> set[str]:
-        """The prompt classes no dataset of this process may still send to (one that has sent
-        nothing yet may send to any): their free slots are lent (class_slots)."""
-        busy: set[str] = set()
-        for r in self.runs:
-            if r.may_take_slots():
-                busy |= r.classes_sent or set(self.classes)
-        return set(self.classes) - busy
-
-    def _can_dispatch(self, run: DatasetRun, prompt: Prompt) -> bool:
+    def _can_dispatch(self, dataset: DatasetController, prompt: Prompt) -> bool:
         if self._reconnecting is not None:
             return False
-        cls = self.classes[prompt.prompt_class]
-        # The idle classes only matter to a full class: they are not worked out on every wake-up.
-        if self.class_in_flight[cls.name] >= cls.concurrency and not class_slots.may_take_slot(
-                cls, self.classes, self.class_in_flight, self._idle_classes(), self.context_length):
-            return False
-        if run.config.concurrency is not None and len(run.in_flight) >= run.config.concurrency:
-            return False
-        return run.should_dispatch()
+        now = time.monotonic()
+        return self.slots.may_take(prompt.prompt_class, self.context_length, now) and dataset.may_send(now)
 
-    def _dispatch(self, run: DatasetRun, prompt: Prompt, queued_s: float) -> None:
+    def _dispatch(self, dataset: DatasetController, prompt: Prompt, queued_s: float) -> None:
+        sample_id = names.sample_id(dataset.name, prompt.row)
         # A row sent again after a trim gets a fresh rid: the server may still hold the old one.
-        sends = run.sends[prompt.row] = run.sends.get(prompt.row, -1) + 1
-        rid = make_rid(self.run_key, names.sample_id(run.name, prompt.row), sends)
-        work = self._replay(run, prompt, rid, queued_s) if prompt.response_ids is not None else \
-            self._request(run, prompt, rid, queued_s)
-        task = asyncio.create_task(work, name=rid)
-        entry = run.in_flight[prompt.row] = InFlight(task, rid, prompt, time.monotonic())
-        run.classes_sent.add(prompt.prompt_class)
-        run.changed()
-        self.class_in_flight[prompt.prompt_class] += 1
+        sends = self._sends[sample_id] = self._sends.get(sample_id, -1) + 1
+        rid = make_rid(self.run_key, sample_id, sends)
+        work = self._replay(dataset, prompt, rid, queued_s) if prompt.response_ids is not None else \
+            self._request(dataset, prompt, rid, queued_s)
+        task = self._tasks[rid] = asyncio.create_task(work, name=rid)
+        self.slots.take(prompt.prompt_class)
+        actions = dataset.sent(prompt, rid, time.monotonic())
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
-        task.add_done_callback(lambda _t: self._finished(run, entry))
-        self._plan_cut(run)
+        task.add_done_callback(lambda _t: self._finished(dataset, prompt, rid))
+        self._carry_out(dataset, actions)
         self._notify()  # the dispatch may have made the in-flight requests cover the budget
 
-    def _finished(self, run: DatasetRun, entry: InFlight) -> None:
-        if run.in_flight.get(entry.prompt.row) is entry:
-            del run.in_flight[entry.prompt.row]
-        if entry.cut:
-            run.cutting -= 1
-        in_flight = [f.dispatched_at for r in self.runs for f in r.in_flight.values()]
-        run.clock.forget_before(min(in_flight, default=time.monotonic()))
-        run.changed()
-        self.class_in_flight[entry.prompt.prompt_class] -= 1
-        self._rebalance(run)
+    def _finished(self, dataset: DatasetController, prompt: Prompt, rid: str) -> None:
+        del self._tasks[rid]
+        self.slots.free(prompt.prompt_class)
+        self._carry_out(dataset, dataset.finished(prompt.row, rid, time.monotonic()))
         self._notify()
 
-    async def _replay(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
+    async def _replay(self, dataset: DatasetController, prompt: Prompt, rid: str, queued_s: float) -> None:
         """An existing trace (kind `traces`): its response kept as it is, the server never asked. It
         goes through the same budget, record and resume path as a generated response."""
         result = GenerateResult(prompt.response_ids, prompt.finish_reason, len(prompt.input_ids),
                                 len(prompt.response_ids), rid)
-        # Never cut: a trace costs no GPU time, and the rest of it is worth keeping.
-        self._write(run, prompt, {}, result, queued_s, 0.0)
+        self._answer(dataset, prompt, rid, {}, result, queued_s, 0.0)
 
-    async def _request(self, run: DatasetRun, prompt: Prompt, rid: str, queued_s: float) -> None:
-        params = sampling_params_for(run.config, prompt)
+    async def _request(self, dataset: DatasetController, prompt: Prompt, rid: str, queued_s: float) -> None:
+        params = sampling_params_for(dataset.config, prompt)
+        writer = self.writers[dataset.name]
         started = time.monotonic()
         try:
-            result = await self.client.generate(prompt.input_ids, params, rid, **run.config.extra_request_fields)
+            result = await self.client.generate(prompt.input_ids, params, rid, **dataset.config.extra_request_fields)
         except BadRequest as e:
             self._consecutive_failures = 0
-            run.writer.append_skip(prompt.row, e.skip_reason, e.message)
+            dataset.skipped(prompt.row, rid)
+            writer.append_skip(prompt.row, e.skip_reason, e.message)
         except InvalidResponse as e:
             self._consecutive_failures = 0
-            run.writer.append_skip(prompt.row, "invalid_response", str(e))
+            dataset.skipped(prompt.row, rid)
+            writer.append_skip(prompt.row, "invalid_response", str(e))
         except RequestFailed as e:
-            self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: {e}")
+            self._carry_out(dataset, dataset.failed(prompt.row, rid, str(e)))
         except Exception as e:  # anything unexpected: keep the row for the next run, say why
-            log.exception("%s: request failed", names.sample_id(run.name, prompt.row))
-            self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: {type(e).__name__}: {e}")
+            log.exception("%s: request failed", names.sample_id(dataset.name, prompt.row))
+            self._carry_out(dataset, dataset.failed(prompt.row, rid, f"{type(e).__name__}: {e}"))
         else:
             self._consecutive_failures = 0
-            entry = run.in_flight.get(prompt.row)
-            cut_by_us = entry is not None and entry.rid == rid and entry.cut
-            if (result.finish_reason == "abort" and cut_by_us) or (
-                    run.cut and result.finish_reason != "abort"
-                    and result.completion_tokens > run.remaining(time.monotonic())):
-                # Cut at the budget, or ended on its own past what this replica may add (it came
-                # back before the cut reached it): kept up to the budget.
-                self._write_cut(run, prompt, params, result, queued_s, time.monotonic() - started)
-            elif result.finish_reason == "abort":
-                # Aborted by the server on its own (our own aborts come with a cancelled Task,
-                # whose answer is never read): not a response; the next run generates the row again.
-                if not run.stopping:
-                    self._transient_failure(run, f"{names.sample_id(run.name, prompt.row)}: aborted by the server")
-            else:
-                self._write(run, prompt, params, result, queued_s, time.monotonic() - started)
+            self._answer(dataset, prompt, rid, params, result, queued_s, time.monotonic() - started)
 
-    def _write_cut(self, run: DatasetRun, prompt: Prompt, params: dict, result: GenerateResult, queued_s: float,
-                   e2e_s: float) -> None:
-        """A request cut at the budget: its partial response kept, cut to what this replica may
-        still add (the tokens past it are the excess). A request that had made nothing is sent
-        again if the dataset still wants more."""
-        now = time.monotonic()
-        if result.output_lost:
-            self._stop_cutting()
-        room = run.remaining(now)
-        output_ids = result.output_ids[:room]
-        if not output_ids:
-            if not result.output_lost:  # what it made (maybe nothing) still corrects the clock
-                run.clock.observe(now - e2e_s, now, result.completion_tokens)
-                run.changed()
-            if room > 0:
-                run.requeued.append(prompt)
-            return
-        cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid, result.attempts)
-        self._write(run, prompt, params, cut, queued_s, e2e_s, generated=result.completion_tokens)
+    def _answer(self, dataset: DatasetController, prompt: Prompt, rid: str, params: dict, result: GenerateResult,
+                queued_s: float, e2e_s: float) -> None:
+        actions = dataset.answered(prompt, rid, result, e2e_s, time.monotonic())
+        self._carry_out(dataset, actions, keep=lambda keep: self._write(dataset, prompt, params, keep, queued_s, e2e_s))
 
-    def _stop_cutting(self) -> None:
-        """The server answered an aborted request with an error instead of its output (some SGLang
-        versions answer 400 or 500, docs/sglang.md): nothing can be kept of a cut, so every dataset
-        aborts at the budget from now on, as with `at_budget: abort`."""
-        if any(r.cut for r in self.runs):
-            log.warning("the server answers aborted requests without their output: cutting at the budget is "
-                        "off for this process; requests in flight at the budget are aborted instead")
-        for r in self.runs:
-            r.cut = False
-            r.changed()
-
-    def _write(self, run: DatasetRun, prompt: Prompt, params: dict, result, queued_s: float, e2e_s: float,
-               generated: int | None = None) -> None:
-        """Append the record of a response. `generated`: the tokens the server made for a response
-        cut at the budget (its record keeps `result.output_ids`, `cut_at_budget` says so)."""
-        now = time.time()
-        run.writer.append_record({
-            "sample_id": names.sample_id(run.name, prompt.row),
-            "dataset": run.name,
+    def _write(self, dataset: DatasetController, prompt: Prompt, params: dict, keep: Keep, queued_s: float,
+               e2e_s: float) -> None:
+        """Append the record of a kept response (`cut_at_budget` when the controller cut it)."""
+        result = keep.result
+        self.writers[dataset.name].append_record({
+            "sample_id": names.sample_id(dataset.name, prompt.row),
+            "dataset": dataset.name,
             "row": prompt.row,
             "input_ids": prompt.input_ids,
             "output_ids": result.output_ids,
@@ -408,20 +347,77 @@ class Engine:
             "prompt_class": prompt.prompt_class,
             "sampling_params": params,
             "rid": result.rid,
-            "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": now},
+            "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": time.time()},
             **({"source": "trace"} if prompt.response_ids is not None else {}),
-            **({"cut_at_budget": True} if generated is not None else {}),
+            **({"cut_at_budget": True} if keep.generated is not None else {}),
         })
-        answered = time.monotonic()
-        run.rate.add(answered, budget.kept_tokens(result.finish_reason, result.completion_tokens))
-        # A cut response's length is censored where it was cut; what the server made for it is exact.
-        run.record_response(result.completion_tokens if generated is None else generated, answered - e2e_s, answered,
-                            cut=generated is not None)
-        if run.is_done():
-            self._stop(run)
+        self._carry_out(dataset, dataset.kept(result, keep.generated, e2e_s, time.monotonic()))
 
-    def _transient_failure(self, run: DatasetRun, message: str) -> None:
-        run.transient_failures += 1
+    # ---- carrying out ---------------------------------------------------------------------------
+
+    def _carry_out(self, dataset: DatasetController, actions: list[Action],
+                   keep: Callable[[Keep], None] | None = None) -> None:
+        """Do what the controller decided, in its order. `keep` writes a record (only an answer has one)."""
+        for action in actions:
+            if self.on_action is not None:
+                self.on_action(dataset.name, action)
+            match action:
+                case Keep():
+                    keep(action)
+                case Cut(rids):
+                    # Not cancelled: the aborted calls answer with the partial responses, kept.
+                    self._send_aborts(list(rids))
+                case Abort(rids):
+                    self._cancel(rids)
+                case Stop(rids):
+                    cancelled = self._cancel(rids)
+                    if cancelled:
+                        log.info("%s: stopped at %d tokens, aborting %d in flight", dataset.name, dataset.tokens,
+                                 len(cancelled))
+                    self._notify()
+                case Tick(after_s):
+                    self._plan_tick(dataset, after_s)
+                case LeaveForNextRun(row, reason):
+                    self._transient_failure(f"{names.sample_id(dataset.name, row)}: {reason}")
+                case StopCuttingAtBudget():
+                    self._stop_cutting_at_budget()
+
+    def _cancel(self, rids: tuple[str, ...]) -> list[str]:
+        """Cancel the requests' Tasks and abort them at the server: the rids of those still running.
+        Synchronous, so no completion can slip in between the decision and it."""
+        running = [rid for rid in rids if not self._tasks[rid].done()]
+        for rid in running:
+            self._tasks[rid].cancel()
+        if running:
+            self._send_aborts(running)
+        return running
+
+    def _send_aborts(self, rids: list[str]) -> None:
+        abort = asyncio.create_task(self._abort(rids))
+        self._abort_tasks.add(abort)
+        abort.add_done_callback(self._abort_tasks.discard)
+
+    def _plan_tick(self, dataset: DatasetController, after_s: float | None) -> None:
+        planned = self._ticks.pop(dataset.name, None)
+        if planned is not None:
+            planned.cancel()
+        if after_s is not None:
+            self._ticks[dataset.name] = asyncio.get_running_loop().call_later(max(after_s, 0.001), self._tick, dataset)
+
+    def _tick(self, dataset: DatasetController) -> None:
+        del self._ticks[dataset.name]
+        self._carry_out(dataset, dataset.tick(time.monotonic()))
+        self._notify()
+
+    def _stop_cutting_at_budget(self) -> None:
+        """The server answered an aborted request with an error instead of its output (some SGLang
+        versions answer 400 or 500, docs/sglang.md)."""
+        log.warning("the server answers aborted requests without their output: cutting at the budget is "
+                    "off for this process; requests in flight at the budget are aborted instead")
+        for dataset in self.datasets:
+            dataset.stop_cutting_at_budget()
+
+    def _transient_failure(self, message: str) -> None:
         self._consecutive_failures += 1
         log.warning("%s (left for the next run)", message)
         if self._consecutive_failures >= MAX_CONSECUTIVE_FAILURES and self._reconnecting is None and not self._lost:
@@ -438,101 +434,14 @@ class Engine:
             await self.client.wait_ready(self.config.startup_timeout_s)
         except SGLangError as e:
             self._lost = f"{reason}; then {e}"
-            for r in self.runs:
-                self._stop(r)
+            for dataset in self.datasets:
+                self._carry_out(dataset, dataset.stop())
         else:
             log.info("the server is ready again: dispatch goes on")
             self._consecutive_failures = 0
         finally:
             self._reconnecting = None
             self._notify()
-
-    # ---- stopping -----------------------------------------------------------------------------
-
-    def _stop(self, run: DatasetRun) -> None:
-        """Stop a dataset now: no more dispatch, every in-flight request aborted at the server and
-        its Task cancelled. Synchronous, so no completion can slip in between the decision and it."""
-        if run.stopping:
-            return
-        run.stopping = True
-        rids = self._cancel(list(run.in_flight.values()))
-        if rids:
-            log.info("%s: stopped at %d tokens, aborting %d in flight", run.name, run.tokens, len(rids))
-        self._notify()
-
-    def _cancel(self, entries: list[InFlight]) -> list[str]:
-        """Cancel the requests' Tasks and abort them at the server; their rids."""
-        rids = []
-        for entry in entries:
-            if not entry.task.done():
-                entry.task.cancel()
-                rids.append(entry.rid)
-        if rids:
-            self._send_aborts(rids)
-        return rids
-
-    def _send_aborts(self, rids: list[str]) -> None:
-        abort = asyncio.create_task(self._abort(rids))
-        self._abort_tasks.add(abort)
-        abort.add_done_callback(self._abort_tasks.discard)
-
-    def _cut(self, run: DatasetRun) -> None:
-        """Cutting at the budget: the requests in flight have made what this replica may add. They
-        are aborted at the server and their partial responses, which the aborted calls answer
-        with, are kept (`_write_cut`); nothing is sent for the dataset until they are in."""
-        entries = [e for e in run.in_flight.values() if not e.task.done() and not e.cut]
-        for entry in entries:
-            entry.cut = True
-        run.cutting += len(entries)
-        if entries:
-            now = time.monotonic()
-            log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
-                     run.name, len(entries), run.own_tokens, run.estimate(now).outlook.partial, run.remaining(now))
-            self._send_aborts([e.rid for e in entries])
-
-    def _plan_cut(self, run: DatasetRun) -> None:
-        """Cut now if the requests in flight have made what remains, else look again when they
-        should have: the partial lengths grow with time, not only with events."""
-        if run.cut_timer is not None:
-            run.cut_timer.cancel()
-            run.cut_timer = None
-        now = time.monotonic()
-        if run.should_cut(now):
-            self._cut(run)
-            return
-        wait = run.seconds_to_cut(now)
-        if wait is not None:
-            run.cut_timer = asyncio.get_running_loop().call_later(max(wait, 0.001), self._timed_cut, run)
-
-    def _timed_cut(self, run: DatasetRun) -> None:
-        run.cut_timer = None
-        run.changed()  # the estimate's partial lengths have grown
-        self._plan_cut(run)
-        self._notify()
-
-    def _rebalance(self, run: DatasetRun) -> None:
-        """After anything that moves the estimate or the shares: abort the requests the others in
-        flight make unnecessary (their rows are sent again if the rest fall short), and settle when
-        this replica's share is made (budget_shares)."""
-        if run.stopping or not run.started:
-            return
-        rows = run.rows_to_trim()
-        # A request whose Task is done has written its record already: never sent again.
-        rows = [row for row in rows if not run.in_flight[row].task.done()]
-        if rows:
-            entries = [run.in_flight.pop(row) for row in rows]
-            run.requeued.extendleft(reversed([e.prompt for e in entries]))
-            run.changed()
-            self._cancel(entries)
-            log.info("%s: %d requests in flight no longer needed, aborted", run.name, len(entries))
-        if run.settled and run.is_receiver():
-            run.settled = False  # every replica below has run out of rows: this one finishes the dataset
-            log.info("%s: finishing the dataset for the replicas out of rows", run.name)
-        elif run.should_settle():
-            run.settled = True
-            log.info("%s: share made (%d tokens); the receiver makes the rest", run.name, run.own_tokens)
-        self._plan_cut(run)
-        self._notify()
 
     async def _abort(self, rids: list[str]) -> None:
         results = await asyncio.gather(*(self.client.abort(rid) for rid in rids), return_exceptions=True)
@@ -542,9 +451,9 @@ class Engine:
             log.warning("%d of %d aborts failed: %r", len(failed), len(rids), failed[0])
 
     async def _abort_everything(self) -> None:
-        for run in self.runs:
-            self._stop(run)
-        tasks = [f.task for r in self.runs for f in r.in_flight.values()]
+        for dataset in self.datasets:
+            self._carry_out(dataset, dataset.stop())
+        tasks = [self._tasks[r.rid] for d in self.datasets for r in d.requests.values()]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _drain_aborts(self) -> None:
@@ -556,21 +465,18 @@ class Engine:
     def _refresh_coordination(self) -> None:
         stopped = self.coordinator.stopped_datasets()
         peers = self.coordinator.peers()
-        for run in self.runs:
-            run.set_peers(peers.get(run.name, {}))
-            run.stopped_externally = run.name in stopped
-            if run.started and run.is_done():
-                self._stop(run)
-            self._rebalance(run)
+        now = time.monotonic()
+        for dataset in self.datasets:
+            self._carry_out(dataset, dataset.peers_reported(peers.get(dataset.name, {}), dataset.name in stopped, now))
         self._notify()
 
     def _publish(self, finished: bool = False) -> None:
         now = time.monotonic()
-        for run in self.runs:
-            run.writer.sync()  # fsync before publishing: published totals are durable
+        for writer in self.writers.values():
+            writer.sync()  # fsync before publishing: published totals are durable
         document = ProgressDocument(
             replica=self.config.replica, replicas=self.config.replicas, updated_at=time.time(), finished=finished,
-            datasets={run.name: run.progress(now) for run in self.runs})
+            datasets={d.name: d.progress(self.writers[d.name].durable, now) for d in self.datasets})
         self.coordinator.publish(document)
         self.last_progress = document
 
@@ -580,10 +486,15 @@ class Engine:
             try:
                 self._publish()
                 self._refresh_coordination()
-            except OSError as e:
-                log.warning("progress not published: %s", e)
-            for run in self.runs:
-                if run.started and not run.stopping:
-                    p = run.progress(time.monotonic())
-                    log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight", run.name,
-                             run.tokens, run.config.budget_tokens, p.samples, p.tokens_per_second, p.in_flight)
+            except Exception as e:
+                # One failed round (a full disk, a Kubernetes ApiException, a urllib3 timeout) must not
+                # end progress publishing: the next interval tries again.
+                log.warning("progress not published: %s: %s", type(e).__name__, e)
+            now = time.monotonic()
+            for dataset in self.datasets:
+                stage = dataset.stage(now)
+                if stage not in (BudgetStage.PENDING, BudgetStage.STOPPED):
+                    p = dataset.progress(self.writers[dataset.name].durable, now)
+                    log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight, %s", dataset.name,
+                             dataset.tokens, dataset.budget_tokens, p.samples, p.tokens_per_second, p.in_flight,
+                             stage.value)

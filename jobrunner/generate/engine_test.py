@@ -1,7 +1,13 @@
+import asyncio
+
 import pytest
+import urllib3
+from kubernetes.client.exceptions import ApiException
 
 from draftgen_contracts import exit_codes
-from jobrunner.generate.engine import exit_code
+from jobrunner.config import parse_config
+from jobrunner.coordination import FileCoordinator
+from jobrunner.generate.engine import Engine, exit_code
 
 
 @pytest.mark.parametrize("states, transient_failures, shutdown, server_lost, code", [
@@ -14,3 +20,51 @@ from jobrunner.generate.engine import exit_code
 ])
 def test_the_exit_status_says_what_the_job_should_do(states, transient_failures, shutdown, server_lost, code):
     assert exit_code(states, transient_failures, shutdown, server_lost) == code
+
+
+class FlakyCoordinator(FileCoordinator):
+    """The Kubernetes coordinator's failures, one round each: an ApiException publishing, a urllib3
+    error reading the peers."""
+
+    def __init__(self, directory, failures: list[Exception]):
+        super().__init__(directory, 0)
+        self.failures = failures
+        self.published = 0
+
+    def publish(self, progress) -> None:
+        if self.failures and isinstance(self.failures[0], ApiException):
+            raise self.failures.pop(0)
+        super().publish(progress)
+        self.published += 1
+
+    def peers(self):
+        if self.failures and isinstance(self.failures[0], urllib3.exceptions.HTTPError):
+            raise self.failures.pop(0)
+        return super().peers()
+
+
+async def test_progress_publishing_survives_any_failure_of_one_round(tmp_path, caplog):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"input_ids": [1, 2]}\n')
+    config = parse_config({"server_url": "http://127.0.0.1:1", "output_root": str(tmp_path / "out"),
+                           "progress_interval_s": 0.01,
+                           "datasets": [{"name": "a", "path": str(prompts), "pretokenized": True,
+                                         "budget_tokens": 10}]})
+    failures = [ApiException(status=500, reason="etcd timeout"), urllib3.exceptions.ProtocolError("reset")]
+    coordinator = FlakyCoordinator(tmp_path / "coord", failures)
+    engine = Engine(config, client=None, coordinator=coordinator)
+    engine._open_datasets()
+    loop = asyncio.create_task(engine._publish_loop())
+    try:
+        for _ in range(500):
+            if coordinator.published >= 3 or loop.done():
+                break
+            await asyncio.sleep(0.01)
+        assert not loop.done(), "the loop ended"
+    finally:
+        loop.cancel()
+        for writer in engine.writers.values():
+            writer.close()
+    assert not failures and coordinator.published >= 3
+    warnings = [r.getMessage() for r in caplog.records if "progress not published" in r.getMessage()]
+    assert [w.split(":")[1].strip() for w in warnings] == ["ApiException", "ProtocolError"]

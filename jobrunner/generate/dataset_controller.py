@@ -1,0 +1,486 @@
+"""One dataset's budget in this generate process, as a state machine (docs/budgets.md).
+
+Events come in as method calls (the feed starts, a request is sent, answered, kept, finished, the
+other replicas report, a planned tick comes, the process stops), each with the `now` of the
+engine's clock; out come the actions the engine carries out (jobrunner.generate.actions). Nothing
+here does I/O or reads a clock: the writer's live counts are read, never written, and the decode
+clock is the one the engine feeds. The budget arithmetic is draftgen_contracts.budget and
+budget_shares; this module decides when to ask it what.
+
+    PENDING  its feed has not started
+    OPEN     sends whenever a slot is free
+    HOLDING  sends nothing for now: its requests in flight are expected to bring what this replica
+             may still add (the next dataset may start meanwhile)
+    CUTTING  its requests in flight were cut at the budget; nothing is sent until their answers are in
+    SETTLED  this replica's share is made and nothing is in flight: the receiver makes the rest
+    STOPPED  at the budget or the sample cap, stopped by the coordinator, or the process stops
+
+PENDING -start-> OPEN <-estimate-> HOLDING; OPEN or HOLDING -cut-> CUTTING -last cut answered-> OPEN;
+OPEN or HOLDING -settle-> SETTLED -the receiver's rows ran out elsewhere-> OPEN; any -stop-> STOPPED.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from draftgen_contracts import budget, budget_shares
+from draftgen_contracts.budget_shares import Outlook, Spend
+from draftgen_contracts.progress import DatasetProgress, DurableCounts
+from draftgen_contracts.sglang_protocol import GenerateResult
+from draftgen_contracts.states import DatasetState
+from jobrunner.config import DatasetConfig, GenerateConfig
+from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
+from jobrunner.generate.decode_clock import DecodeClock
+from jobrunner.generate.length_model import LengthModel
+from jobrunner.output import OutputTotals
+from jobrunner.prompts import Prompt
+from jobrunner.stats import RateMeter
+
+log = logging.getLogger("jobrunner.generate")
+
+
+class BudgetStage(enum.Enum):
+    PENDING = "pending"
+    OPEN = "open"
+    HOLDING = "holding"
+    CUTTING = "cutting"
+    SETTLED = "settled"
+    STOPPED = "stopped"
+
+
+def replica_sample_cap(sample_cap: int | None, replicas: int, replica: int) -> int | None:
+    """This replica's share of a dataset's sample cap: the shares add up to the cap exactly."""
+    if sample_cap is None:
+        return None
+    return sample_cap // replicas + (1 if replica < sample_cap % replicas else 0)
+
+
+def surplus(finals: dict[int, float], need: float) -> list[int]:
+    """The requests (rows, by expected final length, oldest first) that the older ones make
+    unnecessary: newest first, as long as the rest are still expected to bring `need`."""
+    covered, trimmed = sum(finals.values()), []
+    for row, final in reversed(finals.items()):
+        if covered - final < need:
+            break
+        covered -= final
+        trimmed.append(row)
+    return trimmed
+
+
+def peer_spend(progress: DatasetProgress, budget_tokens: int) -> Spend:
+    """What another replica's report says for the budget sharing. `settled` and `Exhausted` were
+    said of the budget the report names: under another budget they promise nothing."""
+    same_budget = progress.budget_tokens == budget_tokens
+    exhausted = same_budget and progress.state == DatasetState.EXHAUSTED
+    return Spend(progress.completion_tokens, settled=exhausted or (same_budget and progress.settled),
+                 exhausted=exhausted)
+
+
+def still_settled(previous: DatasetProgress | None, budget_tokens: int) -> bool:
+    """Settling is for good under one budget: a restarted replica keeps its predecessor's word, which
+    the replica finishing the dataset may already have counted on."""
+    return bool(previous and previous.settled and previous.budget_tokens == budget_tokens)
+
+
+# How long an estimate of the requests in flight is reused while nothing else changes: their
+# partial lengths grow by speed x this in the meantime.
+ESTIMATE_TTL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Estimate:
+    finals: dict[int, float]  # by row, oldest request first: the length each is expected to end at
+    outlook: Outlook  # what they bring in all, and one more request
+
+
+@dataclass
+class Request:
+    """A request of the dataset in flight: sent, its Task not finished yet."""
+
+    rid: str
+    prompt: Prompt
+    sent_at: float
+    answered: bool = False  # its outcome is in (kept, skipped, failed): nothing left to cancel or cut
+
+
+class DatasetController:
+    def __init__(self, config: DatasetConfig, totals: OutputTotals, clock: DecodeClock, *, sample_cap: int | None,
+                 max_new_tokens: int, replicas: int = 1, replica: int = 0, first_receiver: int = 0,
+                 cuts_at_budget: bool = False, settled: bool = False,
+                 elsewhere: dict[int, DurableCounts] | None = None):
+        self.config = config
+        self.totals = totals  # the writer's live counts (read only)
+        self.clock = clock  # the server's, shared by every dataset of the process
+        self.sample_cap = sample_cap
+        self.replicas = replicas
+        self.replica = replica
+        self.first_receiver = first_receiver  # budget_shares.first_receiver of the dataset
+        # The requests in flight at the budget are cut, not aborted (budget_shares.AT_BUDGET).
+        self.cuts_at_budget = cuts_at_budget
+        self.settled = settled  # this replica sends no more for the dataset (budget_shares.settles)
+        self.elsewhere = elsewhere or {}  # the other parts on disk at the start
+        self.siblings: Sequence[DatasetController] = (self,)  # every dataset of the process (read only)
+        self.later: Sequence[DatasetController] = ()  # the datasets after this one (read only)
+        self.requests: dict[int, Request] = {}  # in flight, by row
+        self.cuts_unanswered: set[str] = set()  # rids cut at the budget whose calls have not ended
+        self.peers: dict[int, Spend] = {}  # the other replicas' last reports
+        self.stopped_externally = False
+        self.started = False
+        self.rows_exhausted = False
+        self.stopped = False
+        self.requeued: deque[Prompt] = deque()  # rows whose requests were trimmed or cut empty, to send again
+        self.waiting_for_class: str | None = None  # the class the feed's next prompt waits for
+        self.classes_sent: set[str] = set()
+        self.transient_failures = 0
+        self.rate = RateMeter()
+        self.lengths = LengthModel(max_new_tokens)
+        self._version = 0  # bumped by whatever the estimate depends on
+        self._estimate: Estimate | None = None
+        self._estimate_key: tuple = ()
+
+    @classmethod
+    def for_dataset(cls, config: GenerateConfig, index: int, totals: OutputTotals, clock: DecodeClock,
+                    previous: DatasetProgress | None, elsewhere: dict[int, DurableCounts]) -> DatasetController:
+        """The controller of the run's `index`-th dataset, resumed from the writer's totals and this
+        replica's last report."""
+        d = config.datasets[index]
+        largest_max_new = max(c.max_new_tokens for c in config.prompt_class_table())
+        return cls(d, totals, clock, sample_cap=replica_sample_cap(d.sample_cap, config.replicas, config.replica),
+                   max_new_tokens=d.max_new_tokens or largest_max_new, replicas=config.replicas,
+                   replica=config.replica, first_receiver=budget_shares.first_receiver(index, config.replicas),
+                   cuts_at_budget=config.at_budget == budget_shares.CUT,
+                   settled=still_settled(previous, d.budget_tokens), elsewhere=elsewhere)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def budget_tokens(self) -> int:
+        return self.config.budget_tokens
+
+    @property
+    def own_tokens(self) -> int:
+        return self.totals.completion_tokens
+
+    @property
+    def tokens(self) -> int:
+        """Tokens counted against the budget: own written ones plus the other replicas' published ones."""
+        return self.own_tokens + sum(p.tokens for p in self.peers.values())
+
+    def in_flight(self) -> int:
+        return len(self.requests)
+
+    def stage(self, now: float) -> BudgetStage:
+        if self.stopped:
+            return BudgetStage.STOPPED
+        if not self.started:
+            return BudgetStage.PENDING
+        if self.settled:
+            return BudgetStage.SETTLED
+        if self.cuts_unanswered:
+            return BudgetStage.CUTTING
+        return BudgetStage.HOLDING if self.is_covered(now) else BudgetStage.OPEN
+
+    # ---- events -------------------------------------------------------------------------------
+
+    def start(self, now: float) -> list[Action]:
+        """The feed starts: a share smaller than one response settles before sending anything. A
+        dataset done since the engine looked (the peers' reports came in meanwhile) stops."""
+        self.started = True
+        actions = self._rebalance(now)
+        return actions + self.stop() if self.is_done() else actions
+
+    def sent(self, prompt: Prompt, rid: str, now: float) -> list[Action]:
+        self.requests[prompt.row] = Request(rid, prompt, now)
+        self.classes_sent.add(prompt.prompt_class)
+        self._changed()
+        return self._plan_cut(now)
+
+    def answered(self, prompt: Prompt, rid: str, result: GenerateResult, e2e_s: float, now: float) -> list[Action]:
+        """The server answered a request (or a trace was read): what to keep of it."""
+        request = self._answer(prompt.row, rid)
+        if prompt.response_ids is not None:
+            return [Keep(result)]  # never cut: a trace costs no GPU time, and the rest of it is worth keeping
+        aborted = result.finish_reason == "abort"
+        if (aborted and request is not None and rid in self.cuts_unanswered) or (
+                self.cuts_at_budget and not aborted and result.completion_tokens > self.remaining(now)):
+            # Cut at the budget, or ended on its own past what this replica may add (it came back
+            # before the cut reached it): kept up to the budget.
+            return self._keep_cut(prompt, result, e2e_s, now)
+        if aborted:
+            # Aborted by the server on its own (our own aborts come with a cancelled Task, whose
+            # answer is never read): not a response; the next run generates the row again.
+            return [] if self.stopped else self.failed(prompt.row, rid, "aborted by the server")
+        return [Keep(result)]
+
+    def kept(self, result: GenerateResult, generated: int | None, e2e_s: float, now: float) -> list[Action]:
+        """The record of a `Keep` is written: its length (censored where it was cut; what the server
+        made for it is exact) and what it says of the decode clock. At the budget, the dataset stops."""
+        self.rate.add(now, budget.kept_tokens(result.finish_reason, result.completion_tokens))
+        if generated is None:
+            self.lengths.add(result.completion_tokens)
+        else:
+            self.lengths.add_cut(generated)
+        self.clock.observe(now - e2e_s, now, result.completion_tokens if generated is None else generated)
+        self._changed()
+        return self.stop() if self.is_done() else []
+
+    def skipped(self, row: int, rid: str) -> None:
+        """The server refused the request for good (its row is recorded as skipped)."""
+        self._answer(row, rid)
+
+    def failed(self, row: int, rid: str, reason: str) -> list[Action]:
+        self._answer(row, rid)
+        self.transient_failures += 1
+        return [LeaveForNextRun(row, reason)]
+
+    def finished(self, row: int, rid: str, now: float) -> list[Action]:
+        """The request's Task ended (answered, or cancelled by an `Abort` or a `Stop`)."""
+        request = self.requests.get(row)
+        if request is not None and request.rid == rid:
+            del self.requests[row]
+        self.cuts_unanswered.discard(rid)
+        oldest = min((r.sent_at for d in self.siblings for r in d.requests.values()), default=now)
+        self.clock.forget_before(oldest)
+        self._changed()
+        return self._rebalance(now)
+
+    def peers_reported(self, reports: dict[int, DatasetProgress], stopped: bool, now: float) -> list[Action]:
+        """The coordinator's view, read once per refresh: the other replicas' last reports on this
+        dataset and whether it was declared done elsewhere."""
+        self.peers = {r: peer_spend(p, self.budget_tokens) for r, p in reports.items()}
+        self.stopped_externally = stopped
+        self._changed()
+        actions = self.stop() if self.started and self.is_done() else []
+        return actions + self._rebalance(now)
+
+    def tick(self, now: float) -> list[Action]:
+        """A planned tick: the requests in flight should have made what remains by now."""
+        self._changed()  # the estimate's partial lengths have grown
+        return self._plan_cut(now)
+
+    def stop(self) -> list[Action]:
+        """No more dispatch for the dataset, every request of it aborted; for good."""
+        if self.stopped:
+            return []
+        self.stopped = True
+        return [Stop(tuple(r.rid for r in self.requests.values()))]
+
+    def rows_ran_out(self) -> None:
+        self.rows_exhausted = True
+
+    def waits_for_class(self, prompt_class: str | None) -> None:
+        self.waiting_for_class = prompt_class
+
+    def next_requeued(self) -> Prompt | None:
+        return self.requeued.popleft() if self.requeued else None
+
+    def stop_cutting_at_budget(self) -> None:
+        """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
+        self.cuts_at_budget = False
+        self._changed()
+
+    # ---- the budget over all replicas -----------------------------------------------------------
+
+    def is_done(self) -> bool:
+        return budget.is_dataset_done(self.budget_tokens, self.tokens, self.sample_cap, self.totals.records,
+                                      self.stopped_externally)
+
+    def wants_more(self) -> bool:
+        return not self.stopped and not self.is_done()
+
+    def is_receiver(self) -> bool:
+        exhausted = {r for r, s in self.peers.items() if s.exhausted}
+        return budget_shares.receiver(self.replicas, exhausted, self.first_receiver) == self.replica
+
+    def others_settled(self) -> bool:
+        return all(r in self.peers and self.peers[r].settled for r in range(self.replicas) if r != self.replica)
+
+    def remaining(self, now: float) -> int:
+        """What this replica may still bring to the dataset (budget_shares.allowance)."""
+        return budget_shares.allowance(self.budget_tokens, self.replicas, self.replica, self.own_tokens,
+                                       self.peers, self.estimate(now).outlook.response, self.first_receiver,
+                                       self.cuts_at_budget)
+
+    def estimate(self, now: float) -> Estimate:
+        """The length model applied to the requests in flight; recomputed when something changed
+        or the partial lengths have grown for `ESTIMATE_TTL_S`."""
+        key = (self._version, int(now / ESTIMATE_TTL_S))
+        if self._estimate is None or self._estimate_key != key:
+            oldest_first = sorted(self.requests.values(), key=lambda r: r.sent_at)
+            partials = [min(r.prompt.max_new_tokens, self.clock.generated(r.sent_at, now)) for r in oldest_first]
+            moments = self.lengths.moments(partials)
+            finals = [moments.final(p) for p in partials]
+            outlook = Outlook(coverage=sum(m for m, _ in finals), variance=sum(v for _, v in finals),
+                              response=moments.mean[0], response_variance=moments.variance[0],
+                              partial=sum(partials), in_flight=len(partials))
+            self._estimate = Estimate({r.prompt.row: m for r, (m, _) in zip(oldest_first, finals)}, outlook)
+            self._estimate_key = key
+        return self._estimate
+
+    # ---- decisions ----------------------------------------------------------------------------
+
+    def may_send(self, now: float) -> bool:
+        """Whether a prompt of the dataset may go now, its class slot granted."""
+        if self.config.concurrency is not None and len(self.requests) >= self.config.concurrency:
+            return False
+        return not self.stopped and not self.cuts_unanswered and budget.should_dispatch(
+            self.budget_tokens, self.tokens, self.sample_cap, self.totals.records, len(self.requests),
+            self.stopped_externally) and not self.is_covered(now)
+
+    def is_covered(self, now: float, filling: bool = True) -> bool:
+        """Whether this replica should send no more for the dataset for now: settled, or the
+        requests in flight are expected to bring all it may still add (one more would most likely
+        overshoot, or be aborted at the crossing). The next dataset may then start."""
+        if self.settled:
+            return True
+        exact = budget_shares.aims_exactly(self.is_receiver(), self.others_settled())
+        return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook,
+                                               cut=self.cuts_at_budget,
+                                               fill=filling and self.cuts_at_budget and self.fills(now))
+
+    def lets_the_next_start(self, now: float) -> bool:
+        """Whether the next dataset may start before this one's feed ends: out of rows, or covered."""
+        return self.rows_exhausted or self.is_covered(now)
+
+    def may_take_slots(self, now: float) -> bool:
+        """Whether the dataset would send a request now if a slot were free: a slot held back by
+        the datasets before it can go to it (one that is itself holding back takes nothing)."""
+        return not (self.stopped or self.settled or self.rows_exhausted or self.is_done()
+                    or self.is_covered(now, filling=False))
+
+    def fills(self, now: float) -> bool:
+        """Whether a free slot left by this dataset would stay empty: no dataset after it in this
+        process may take a slot of the classes its prompts are in (one that has sent nothing yet
+        may take any). Cutting at the budget, the dataset then fills its slots to the end."""
+        return not any(d.may_take_slots(now) and (not d.classes_sent or d.classes_sent & self.classes_sent)
+                       for d in self.later)
+
+    def must_cut(self, now: float) -> bool:
+        """Cutting at the budget: whether the requests in flight have made what this replica may
+        add (budget_shares.cuts_now)."""
+        return (self.cuts_at_budget and not self.cuts_unanswered and not self.stopped
+                and budget_shares.cuts_now(self.remaining(now), self.estimate(now).outlook))
+
+    def seconds_until_cut(self, now: float) -> float | None:
+        if not self.cuts_at_budget or self.cuts_unanswered or self.stopped:
+            return None
+        return budget_shares.seconds_to_cut(self.remaining(now), self.estimate(now).outlook, self.clock.rate())
+
+    def rows_to_trim(self, now: float) -> list[int]:
+        """Requests to abort now because the others in flight are expected to bring what remains
+        without them: the youngest first (the least work lost, the most still to pay for). Only
+        where an overshoot is excess: at the receiver once every other replica has settled. A
+        replica's overshoot of its share, or the receiver's of its reserve, is absorbed by what
+        the receiver makes last, and trimming there was measured to throw away more than it saves
+        (docs/budgets.md). An answered request has its record already: it is never sent again."""
+        if (self.cuts_at_budget or not self.requests or self.stopped
+                or not (self.is_receiver() and self.others_settled())):
+            return []
+        return [row for row in surplus(self.estimate(now).finals, self.remaining(now))
+                if not self.requests[row].answered]
+
+    def settles(self, now: float) -> bool:
+        return not self.settled and budget_shares.settles(
+            self.is_receiver(), self.remaining(now), len(self.requests), self.estimate(now).outlook,
+            self.cuts_at_budget)
+
+    def finishes_for_the_others(self) -> bool:
+        """Settled, and now the receiver: every replica before it ran out of rows."""
+        return self.settled and self.is_receiver()
+
+    # ---- reports ------------------------------------------------------------------------------
+
+    def state(self) -> str:
+        exhausted = (self.rows_exhausted and not self.requests and not self.requeued
+                     and self.transient_failures == 0)
+        return budget.dataset_state(self.budget_tokens, self.tokens, self.sample_cap, self.totals.records,
+                                    started=self.started, exhausted=exhausted, stopped=self.stopped_externally)
+
+    def progress(self, durable: OutputTotals, now: float) -> DatasetProgress:
+        """Published totals: the durable ones only (`durable`, the writer's last sync)."""
+        rate = self.rate.rate(now)
+        return DatasetProgress(
+            **durable.counts().model_dump(), state=self.state(), skipped_by_reason=dict(durable.skipped_by_reason),
+            budget_tokens=self.budget_tokens, tokens_per_second=round(rate, 1),
+            eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
+            in_flight=len(self.requests), settled=self.settled and not self.requests, elsewhere=self.elsewhere)
+
+    # ---- transitions --------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self._version += 1
+
+    def _answer(self, row: int, rid: str) -> Request | None:
+        request = self.requests.get(row)
+        if request is None or request.rid != rid:
+            return None
+        request.answered = True
+        return request
+
+    def _keep_cut(self, prompt: Prompt, result: GenerateResult, e2e_s: float, now: float) -> list[Action]:
+        """A request cut at the budget: its partial response kept, cut to what this replica may
+        still add (the tokens past it are the excess). A request that had made nothing is sent
+        again if the dataset still wants more."""
+        actions: list[Action] = []
+        if result.output_lost and self.cuts_at_budget:
+            self.stop_cutting_at_budget()
+            actions.append(StopCuttingAtBudget())
+        room = self.remaining(now)
+        output_ids = result.output_ids[:room]
+        if output_ids:
+            cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid,
+                                 result.attempts)
+            return actions + [Keep(cut, generated=result.completion_tokens)]
+        if not result.output_lost:
+            # What it made, maybe nothing, still corrects the clock: one that ran ahead would
+            # otherwise cut again and again on answers that keep nothing.
+            self.clock.observe(now - e2e_s, now, result.completion_tokens)
+            self._changed()
+        if room > 0:
+            self.requeued.append(prompt)
+        return actions
+
+    def _rebalance(self, now: float) -> list[Action]:
+        """After anything that moves the estimate or the shares: abort the requests the others in
+        flight make unnecessary (their rows are sent again if the rest fall short), settle when this
+        replica's share is made or open again as the receiver (budget_shares), and plan the cut."""
+        if self.stopped or not self.started:
+            return []
+        actions: list[Action] = []
+        rows = self.rows_to_trim(now)
+        if rows:
+            trimmed = [self.requests.pop(row) for row in rows]
+            self.requeued.extendleft(reversed([r.prompt for r in trimmed]))
+            self._changed()
+            actions.append(Abort(tuple(r.rid for r in trimmed)))
+            log.info("%s: %d requests in flight no longer needed, aborted", self.name, len(trimmed))
+        if self.finishes_for_the_others():
+            self.settled = False
+            log.info("%s: finishing the dataset for the replicas out of rows", self.name)
+        elif self.settles(now):
+            self.settled = True
+            log.info("%s: share made (%d tokens); the receiver makes the rest", self.name, self.own_tokens)
+        return actions + self._plan_cut(now)
+
+    def _plan_cut(self, now: float) -> list[Action]:
+        """Cut now if the requests in flight have made what remains, else look again when they
+        should have."""
+        if self.must_cut(now):
+            return [Tick(None), *self._cut(now)]
+        return [Tick(self.seconds_until_cut(now))]
+
+    def _cut(self, now: float) -> list[Action]:
+        """Every request in flight not answered is cut; nothing is sent until their answers are in."""
+        rids = tuple(r.rid for r in self.requests.values() if not r.answered and r.rid not in self.cuts_unanswered)
+        if not rids:
+            return []
+        self.cuts_unanswered.update(rids)
+        log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
+                 self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now))
+        return [Cut(rids)]

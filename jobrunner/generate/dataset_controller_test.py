@@ -1,0 +1,292 @@
+"""The dataset controller on a fake clock: every `now` is a number the test chooses, every action
+is what the engine would carry out."""
+
+import pytest
+
+from draftgen_contracts.budget_shares import Spend
+from draftgen_contracts.sglang_protocol import GenerateResult
+from draftgen_contracts.states import DatasetState
+from draftgen_dev.builders import dataset_progress
+from jobrunner.config import DatasetConfig
+from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
+from jobrunner.generate.dataset_controller import (BudgetStage, DatasetController, peer_spend, replica_sample_cap,
+                                                   still_settled, surplus)
+from jobrunner.generate.decode_clock import DecodeClock
+from jobrunner.output import OutputTotals
+from jobrunner.prompts import Prompt
+
+BUDGET = 1000
+
+
+def controller(replicas: int = 2, replica: int = 1, cut: bool = True, made: int = 0, speed: float = 0.0,
+               **kwargs) -> DatasetController:
+    """Replica `replica` of `replicas` on a 1000-token budget whose receiver is looked for at replica 0,
+    with `made` tokens written already and a decode clock that saw requests make `speed` tokens/s."""
+    clock = DecodeClock(0.0, bin_s=0.05)
+    if speed:
+        clock.observe(0.0, 1.0, round(speed))
+    c = DatasetController(DatasetConfig(name="a", path="unused.jsonl", budget_tokens=BUDGET), OutputTotals(), clock,
+                          sample_cap=None, max_new_tokens=1000, replicas=replicas, replica=replica,
+                          cuts_at_budget=cut, **kwargs)
+    if made:
+        write(c, GenerateResult([7] * made, "stop", 3, made, "old"), row=10_000)
+    return c
+
+
+def write(c: DatasetController, result: GenerateResult, row: int, cut: bool = False) -> None:
+    """What the writer does to the totals the controller reads."""
+    c.totals.add_record({"row": row, "completion_tokens": result.completion_tokens, "prompt_tokens": 3,
+                         "finish_reason": result.finish_reason, **({"cut_at_budget": True} if cut else {})}, 0)
+
+
+def prompt(row: int, **fields) -> Prompt:
+    return Prompt(row, [1, 2, 3], "short", 1000, **fields)
+
+
+def answer(c: DatasetController, p: Prompt, rid: str, result: GenerateResult, e2e_s: float, now: float) -> list:
+    """The engine's path for an answer: the controller's verdict, a `Keep` written and reported back."""
+    done = []
+    for action in c.answered(p, rid, result, e2e_s, now):
+        done.append(action)
+        if isinstance(action, Keep):
+            write(c, action.result, p.row, cut=action.generated is not None)
+            done += c.kept(action.result, action.generated, e2e_s, now)
+    return done
+
+
+def cuts(actions: list) -> list:
+    return [a for a in actions if isinstance(a, Cut)]
+
+
+# ---- cutting at the budget ------------------------------------------------------------------------
+
+
+def test_a_request_is_cut_when_the_clock_says_it_has_made_what_is_left():
+    c = controller(made=400, speed=100.0)  # 100 left of this replica's 500
+    c.start(1.0)
+    assert c.sent(prompt(1), "r1", now=1.0) == [Tick(1.0)]  # 100 tokens at 100 tokens/s
+    assert c.stage(1.5) == BudgetStage.HOLDING  # what is left is less than another piece
+    assert c.tick(now=2.0) == [Tick(None), Cut(("r1",))]
+    assert c.stage(2.0) == BudgetStage.CUTTING and not c.may_send(2.0)
+    assert c.tick(now=2.5) == [Tick(None)]  # cut once: its answer is awaited
+
+
+def test_a_cut_answer_is_kept_up_to_what_was_left_and_the_share_settles():
+    c = controller(made=400, speed=100.0)
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    c.tick(now=2.0)
+    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 130, "abort", 3, 130, "r1"), e2e_s=1.0, now=2.0)
+    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130)]
+    assert c.own_tokens == 500 and c.remaining(2.0) == 0
+    c.finished(1, "r1", now=2.0)
+    assert c.stage(2.0) == BudgetStage.SETTLED and c.progress(c.totals, 2.0).settled
+
+
+def test_a_cut_answer_that_keeps_nothing_writes_no_record_when_nothing_is_left():
+    c = controller(made=500, speed=100.0)  # its share is made: the request is cut as it is sent
+    c.start(1.0)
+    assert cuts(c.sent(prompt(1), "r1", now=1.0)) == [Cut(("r1",))]
+    assert answer(c, prompt(1), "r1", GenerateResult([5] * 30, "abort", 3, 30, "r1"), e2e_s=0.3, now=1.3) == []
+    assert c.own_tokens == 500 and c.next_requeued() is None
+
+
+def test_a_clock_running_ahead_cuts_early_and_the_empty_answer_gives_its_row_back_and_slows_the_clock():
+    # The clock says 100 tokens/s, so the request "has made" the 100 left after a second; the
+    # server had made nothing yet. Its row is sent again, and the corrected clock plans no cut
+    # a second later as it did (a clock never corrected by empty answers cut again and again).
+    c = controller(made=400, speed=100.0)
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    assert cuts(c.tick(now=2.0)) == [Cut(("r1",))]
+    assert answer(c, prompt(1), "r1", GenerateResult([], "abort", 3, 0, "r1"), e2e_s=1.0, now=2.0) == []
+    c.finished(1, "r1", now=2.0)
+    again = c.next_requeued()
+    assert again == prompt(1) and c.stage(2.0) == BudgetStage.OPEN
+    [tick] = c.sent(again, "r1-again", now=2.0)
+    assert tick.after_s is None or tick.after_s > 5.0
+    assert c.clock.rate() < 20.0
+
+
+def test_a_response_that_ends_past_what_is_left_before_the_cut_reaches_it_is_cut_too():
+    c = controller(made=400, speed=10.0)  # slow clock: the cut is planned for later than the answer
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 250, "stop", 3, 250, "r1"), e2e_s=1.0, now=2.0)
+    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=250)]
+
+
+def test_a_server_that_loses_the_output_of_aborts_turns_cutting_off():
+    c = controller(made=500, speed=100.0)
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    lost = GenerateResult([], "abort", 3, 0, "r1", output_lost=True)
+    assert answer(c, prompt(1), "r1", lost, e2e_s=0.5, now=1.5) == [StopCuttingAtBudget()]
+    assert not c.cuts_at_budget
+    c.stop_cutting_at_budget()  # the engine tells every dataset, this one too: nothing changes twice
+    assert not c.cuts_at_budget and c.must_cut(1.5) is False
+
+
+def test_traces_are_kept_whole_past_the_budget():
+    c = controller(made=490)
+    c.start(1.0)
+    trace = prompt(1, response_ids=[5] * 50)
+    c.sent(trace, "r1", now=1.0)
+    result = GenerateResult([5] * 50, "stop", 3, 50, "r1")
+    assert c.answered(trace, "r1", result, 0.0, 1.0) == [Keep(result)]
+
+
+# ---- settling and the receiver --------------------------------------------------------------------
+
+
+def test_aborting_a_replica_that_cannot_fit_one_more_response_settles_at_its_start():
+    c = controller(cut=False, made=480)  # 20 left of its share; a response is expected at ~500
+    assert c.stage(0.0) == BudgetStage.PENDING
+    c.start(0.0)
+    assert c.stage(0.0) == BudgetStage.SETTLED and not c.may_send(0.0) and c.lets_the_next_start(0.0)
+
+
+def test_a_settled_replica_becomes_the_receiver_again_when_the_receivers_rows_run_out():
+    c = controller(cut=False, made=480)
+    c.start(0.0)
+    assert c.stage(0.0) == BudgetStage.SETTLED and not c.is_receiver()
+    c.peers_reported({0: dataset_progress(300, state="Exhausted", budget_tokens=BUDGET)}, stopped=False, now=1.0)
+    assert c.is_receiver() and c.stage(1.0) == BudgetStage.OPEN
+    assert c.remaining(1.0) == BUDGET - 480 - 300  # exact: the exhausted replica's tokens are final
+    assert c.may_send(1.0)
+
+
+def test_an_exhausted_receiver_hands_the_dataset_to_the_next_replica_only():
+    third = controller(replicas=3, replica=2, cut=False)
+    third.start(0.0)
+    exhausted = dataset_progress(300, state="Exhausted", budget_tokens=BUDGET)
+    third.peers_reported({0: exhausted, 1: dataset_progress(100, budget_tokens=BUDGET)}, stopped=False, now=1.0)
+    assert not third.is_receiver()  # replica 1 still has rows: it is next in the order
+    third.peers_reported({0: exhausted, 1: exhausted}, stopped=False, now=2.0)
+    assert third.is_receiver()
+
+
+def test_a_report_under_another_budget_keeps_no_replica_settled():
+    old = dataset_progress(300, state="Exhausted", budget_tokens=BUDGET // 2)
+    c = controller(cut=False)
+    c.start(0.0)
+    c.peers_reported({0: old}, stopped=False, now=1.0)
+    assert not c.is_receiver() and c.tokens == 300
+
+
+def test_the_receiver_trims_what_the_others_in_flight_make_unnecessary_once_the_others_settled():
+    c = controller(replica=0, cut=False)
+    c.start(0.0)
+    c.peers_reported({1: dataset_progress(500, settled=True, budget_tokens=BUDGET)}, stopped=False, now=0.0)
+    for row in (1, 2, 3):  # three expected at ~500 each for the 500 left
+        c.sent(prompt(row), f"r{row}", now=0.0)
+    c.skipped(3, "r3")  # answered already: its record is written, it is never sent again
+    actions = c.finished(99, "r99", now=0.0)  # any event that moves the estimate
+    assert [a for a in actions if isinstance(a, Abort)] == [Abort(("r2",))]
+    assert c.next_requeued() == prompt(2) and set(c.requests) == {1, 3}
+
+
+def test_no_replica_trims_before_every_other_settled():
+    c = controller(replica=0, cut=False)
+    c.start(0.0)
+    for row in (1, 2, 3):
+        c.sent(prompt(row), f"r{row}", now=0.0)
+    assert not [a for a in c.finished(99, "r99", now=0.0) if isinstance(a, Abort)]
+
+
+# ---- stopping -------------------------------------------------------------------------------------
+
+
+def test_the_response_that_meets_the_budget_stops_the_dataset_with_everything_in_flight():
+    c = controller(replicas=1, replica=0, cut=False, made=900)
+    c.start(0.0)
+    c.sent(prompt(1), "r1", now=0.0)
+    c.sent(prompt(2), "r2", now=0.0)
+    done = answer(c, prompt(1), "r1", GenerateResult([5] * 100, "stop", 3, 100, "r1"), e2e_s=1.0, now=1.0)
+    # Both rids: the engine cancels what still runs (r1's Task is ending on its own).
+    assert done[-1] == Stop(("r1", "r2"))
+    assert c.stage(1.0) == BudgetStage.STOPPED and not c.wants_more() and c.state() == DatasetState.BUDGET_MET
+    assert c.finished(2, "r2", now=1.0) == [] and c.stop() == []
+
+
+def test_an_external_stop_stops_a_started_dataset_and_only_once():
+    c = controller(cut=False)
+    c.start(0.0)
+    c.sent(prompt(1), "r1", now=0.0)
+    assert c.peers_reported({}, stopped=True, now=1.0)[0] == Stop(("r1",))
+    assert c.peers_reported({}, stopped=True, now=2.0) == []
+
+
+def test_a_dataset_not_started_is_not_stopped_by_a_report_but_on_its_start():
+    c = controller(cut=False)
+    assert c.peers_reported({}, stopped=True, now=0.0) == [] and c.is_done()
+    assert Stop(()) in c.start(1.0)
+
+
+def test_a_server_abort_of_its_own_leaves_the_row_for_the_next_run_unless_stopping():
+    c = controller(cut=False)
+    c.start(0.0)
+    c.sent(prompt(1), "r1", now=0.0)
+    aborted = GenerateResult([], "abort", 3, 0, "r1")
+    assert c.answered(prompt(1), "r1", aborted, 1.0, 1.0) == [LeaveForNextRun(1, "aborted by the server")]
+    assert c.transient_failures == 1
+    c.stop()
+    assert c.answered(prompt(1), "r1", aborted, 1.0, 1.0) == []
+
+
+# ---- holding and the order of the datasets --------------------------------------------------------
+
+
+def test_a_dataset_holds_while_its_requests_in_flight_cover_its_share_and_lets_the_next_start():
+    c = controller(cut=True, made=0)
+    c.start(0.0)
+    assert c.stage(0.0) == BudgetStage.OPEN
+    c.sent(prompt(1), "r1", now=0.0)  # expected at ~500: this replica's 500
+    c.later = [controller(cut=True)]  # a later dataset that may still take the slots: no filling
+    assert c.stage(0.0) == BudgetStage.HOLDING and c.lets_the_next_start(0.0) and not c.may_send(0.0)
+
+
+def test_a_dataset_with_nothing_after_it_fills_its_slots():
+    c = controller(replicas=1, replica=0, cut=True)
+    c.start(0.0)
+    c.sent(prompt(1), "r1", now=0.0)
+    c.sent(prompt(2), "r2", now=0.0)  # expected at ~1000 together: the whole budget
+    assert c.fills(0.0) and c.stage(0.0) == BudgetStage.OPEN and c.may_send(0.0)  # each still has 256 to make
+    later = controller(replicas=1, replica=0, cut=True)
+    c.later = [later]
+    assert not c.fills(0.0) and c.stage(0.0) == BudgetStage.HOLDING
+    later.stop()  # a later dataset that takes no slot leaves them to this one again
+    assert c.fills(0.0) and c.stage(0.0) == BudgetStage.OPEN
+
+
+# ---- the pure helpers -----------------------------------------------------------------------------
+
+
+def test_surplus_trims_the_newest_while_the_older_still_cover_the_need():
+    finals = {1: 3000.0, 2: 2000.0, 3: 1000.0, 4: 1000.0}  # oldest first
+    assert surplus(finals, 5000) == [4, 3]
+    assert surplus(finals, 6500) == []
+    assert surplus(finals, 0) == [4, 3, 2, 1]  # nothing needed: all of it is surplus
+    assert surplus({}, 100) == []
+
+
+def test_a_peers_settled_word_counts_only_under_the_same_budget():
+    settled = dataset_progress(900, settled=True, budget_tokens=1000)
+    assert peer_spend(settled, 1000) == Spend(900, settled=True)
+    assert peer_spend(settled, 3000) == Spend(900)  # the budget was raised since: it owes a new share
+    exhausted = dataset_progress(400, state="Exhausted", budget_tokens=1000)
+    assert peer_spend(exhausted, 1000) == Spend(400, settled=True, exhausted=True)
+
+
+@pytest.mark.parametrize("previous, settled", [
+    (None, False),
+    (dataset_progress(900, settled=True, budget_tokens=1000), True),
+    (dataset_progress(900, settled=True, budget_tokens=2000), False),  # the budget changed since
+    (dataset_progress(900, budget_tokens=1000), False),
+])
+def test_a_restarted_replica_stays_settled_under_the_same_budget_only(previous, settled):
+    assert still_settled(previous, 1000) is settled
+
+
+def test_sample_cap_shares_add_up():
+    assert sum(replica_sample_cap(17, 4, r) for r in range(4)) == 17 and replica_sample_cap(None, 4, 0) is None
