@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from draftgen import api
 from draftgen_contracts import names
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
-from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, has_one_catch_all
 
 # A Kubernetes quantity (k8s.io/apimachinery pkg/api/resource quantity.go): a signed decimal
 # number, then a binary or decimal SI suffix or an exponent.
@@ -71,7 +71,7 @@ SPEC_RULES = [
          lambda s: bool(QUANTITY.match(s.server.shm_size))),
     Rule(".promptClasses", "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)",
          "!has(self.promptClasses) || self.promptClasses.filter(c, !has(c.maxPromptTokens)).size() == 1",
-         lambda s: sum(c.max_prompt_tokens is None for c in s.prompt_classes) == 1),
+         lambda s: has_one_catch_all(s.prompt_classes)),
     Rule(".datasets", "datasets[].promptClass must name one of promptClasses",
          "self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
          f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))",

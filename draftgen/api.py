@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from draftgen_contracts import budget_shares
-from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
+from draftgen_contracts.generate_config import STARTUP_TIMEOUT_S, DatasetFormat, DatasetKind
+from draftgen_contracts.names import DATASET_NAME_PATTERN
+from draftgen_contracts.preflight_report import DatasetReport, ModelReport
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass
+from draftgen_contracts.replica_status import ReplicaStatus
 from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_KINDS
 from draftgen_contracts.states import DatasetState, Phase, Stage
 
@@ -113,7 +117,7 @@ class Server(Model):
                                               json_schema_extra={"items": FREE_FORM},
                                               description="Tolerations of the generation pods.")
     shm_size: str = Field("64Gi", description="Size of the memory-backed /dev/shm (a Kubernetes quantity).")
-    startup_timeout_seconds: int = Field(3600, ge=60, le=86400, description=(
+    startup_timeout_seconds: int = Field(STARTUP_TIMEOUT_S, ge=60, le=86400, description=(
         "How long the server may take to load weights, compile and capture graphs before its pod fails."))
     expected_tokens_per_second: float = Field(2500.0, gt=0, description=(
         "Output tokens/s one replica is expected to generate: the estimate's rate until the replicas "
@@ -146,31 +150,16 @@ class SamplingParams(Model):
 assert set(SamplingParams.model_fields) <= set(SAMPLING_PARAM_KINDS), "sampling params SGLang does not know"
 
 
-class PromptClass(Model):
-    """A class of prompts by length, with its own concurrency and max_new_tokens."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,15}$")
-    max_prompt_tokens: int | None = Field(None, ge=1, description="Prompts up to this length; unset: the rest.")
-    concurrency: int = Field(ge=1, le=4096, description="Requests in flight per replica for this class.")
-    max_new_tokens: int = Field(ge=1, description="max_new_tokens for this class's prompts.")
-
-
-def default_prompt_classes() -> list[PromptClass]:
-    """The default table (draftgen_contracts.prompt_classes)."""
-    return [PromptClass(name=c.name, max_prompt_tokens=c.max_prompt_tokens, concurrency=c.concurrency,
-                        max_new_tokens=c.max_new_tokens) for c in DEFAULT_PROMPT_CLASSES]
-
-
 class Dataset(Model):
     """One prompt dataset and its token budget."""
 
-    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$", description="Unique name (DNS label, <= 40).")
+    name: str = Field(pattern=DATASET_NAME_PATTERN, description="Unique name (DNS label, <= 40).")
     path: str = Field(min_length=1, max_length=512, json_schema_extra=IMMUTABLE,
                       description="Prompt file on the output volume (relative) or an absolute path in the pod.")
-    format: Literal["auto", "jsonl", "parquet"] = Field("auto", json_schema_extra=IMMUTABLE)
+    format: DatasetFormat = Field("auto", json_schema_extra=IMMUTABLE)
     pretokenized: bool = Field(False, json_schema_extra=IMMUTABLE,
                                description="Rows carry input_ids used as they are (no chat template).")
-    kind: Literal["prompts", "traces"] = Field("prompts", json_schema_extra=IMMUTABLE, description=(
+    kind: DatasetKind = Field("prompts", json_schema_extra=IMMUTABLE, description=(
         "prompts: responses are generated; traces: rows already hold the target model's responses (token ids "
         "with the response span, or messages ending with the assistant's turn), taken into the corpus as they "
         "are up to the budget, never sent to the server (docs/traces.md)."))
@@ -238,7 +227,7 @@ class DatasetGenerationSpec(Model):
     server: Server
     runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
     prompt_classes: list[PromptClass] = Field(
-        default_factory=default_prompt_classes, max_length=8,
+        default_factory=lambda: list(DEFAULT_PROMPT_CLASSES), max_length=8,
         json_schema_extra=k8s(list_type="map", list_map_keys=["name"]),
         description="Prompt classes by prompt length, each with its concurrency and max_new_tokens.")
     datasets: list[Dataset] = Field(min_length=1, max_length=MAX_DATASETS,
@@ -288,27 +277,6 @@ class DatasetStatus(Model):
     last_update: str | None = None
 
 
-class ReplicaDatasetStatus(Model):
-    """One replica's part of one dataset, as its last report said: what the other replicas read to
-    share the budget (docs/budgets.md)."""
-
-    name: str
-    tokens: int = 0
-    state: DatasetState = DatasetState.PENDING
-    settled: bool = Field(False, description="Sends no more for this dataset, nothing in flight: tokens are final.")
-    budget_tokens: int = Field(0, description="The budget the report was made under.")
-
-
-class ReplicaStatus(Model):
-    """The last report folded from one generation replica."""
-
-    index: int
-    report_time: float | None = Field(None, description="The report's own timestamp (Unix seconds).")
-    finished: bool = False
-    datasets: list[ReplicaDatasetStatus] = Field(default_factory=list,
-                                                 json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
-
-
 class DatasetEstimate(Model):
     name: str
     response_tokens: int = Field(0, description="Tokens this dataset is expected to end with.")
@@ -339,30 +307,13 @@ class Estimate(Model):
     assumptions: str = ""
 
 
-class PreflightModel(Model):
-    architecture: str = ""
-    hidden_size: int = 0
-    num_layers: int = 0
-    vocab_size: int = 0
-    context_length: int | None = None
-
-
-class PreflightDataset(Model):
-    name: str
-    rows: int = 0
-    usable_rows: int = 0
-    prompt_tokens: int = 0
-    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
-    expected_response_tokens: int = Field(0, description=(
-        "Usable rows x the stated prior (half of each row's max new tokens): what the rows may give."))
-
-
 class Preflight(Model):
     """What the preflight found on the CPU before any GPU was asked for (docs/preflight.md)."""
 
-    model: PreflightModel | None = None
-    datasets: list[PreflightDataset] = Field(default_factory=list,
-                                             json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
+    # The findings' own models (draftgen_contracts.preflight_report); the problem as one line.
+    model: ModelReport | None = None
+    datasets: list[DatasetReport] = Field(default_factory=list,
+                                          json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     problem: str = ""
     rows_per_second: float = 0.0
 

@@ -10,18 +10,18 @@ and once the replicas report a rate it replaces the expected one.
 from __future__ import annotations
 
 from draftgen_contracts.hidden_state_layout import bytes_per_token, human_bytes
-from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
+from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 from draftgen_contracts.timestamps import iso_after
 
-from .api import Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, Preflight, PreflightDataset
+from .api import Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, Preflight
 
 # Fewer responses than this say more about which finish first (the short ones) than about the mean.
 MEASURED_AFTER_SAMPLES = 20
 DEFAULT_AUX_LAYERS = 3  # EAGLE-3's {1, N/2-1, N-4}
 
 
-def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: PreflightDataset | None) -> float:
+def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: DatasetReport | None) -> float:
     """The mean response length assumed before any response: the preflight's per-row prior, or without
     one, the prior share of the dataset's max new tokens (its own, its class's, else the classes' mean)."""
     if found is not None and found.usable_rows:
@@ -32,7 +32,7 @@ def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: 
     return PRIOR_RESPONSE_FRACTION * sum(c.max_new_tokens for c in classes) / len(classes)
 
 
-def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: PreflightDataset | None,
+def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: DatasetReport | None,
                      status: DatasetStatus | None) -> DatasetEstimate:
     """Where one dataset will end: its budget, unless its rows or its sample cap run out first."""
     tokens, samples = (status.tokens or 0, status.samples or 0) if status else (0, 0)
@@ -59,7 +59,7 @@ def dataset_estimate(spec: DatasetGenerationSpec, dataset: Dataset, found: Prefl
                            reachable=reachable)
 
 
-def mean_prompt_tokens(found: PreflightDataset | None) -> float:
+def mean_prompt_tokens(found: DatasetReport | None) -> float:
     return found.prompt_tokens / found.usable_rows if found is not None and found.usable_rows else 0.0
 
 

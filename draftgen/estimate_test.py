@@ -1,9 +1,11 @@
 """The estimate as a pure function: priors before the first responses, measured lengths and rates
 after, what extraction will store, and the budgets out of reach of their rows."""
 
-from draftgen.api import DatasetStatus, Preflight, PreflightDataset, PreflightModel
+from draftgen.api import DatasetStatus, Preflight
 from draftgen.estimate import MEASURED_AFTER_SAMPLES, budgets_out_of_reach, estimate
 from draftgen_contracts.hidden_state_layout import bytes_per_token
+from draftgen_contracts.preflight_report import DatasetReport, ModelReport
+from draftgen_contracts.states import DatasetState
 from draftgen_dev.builders import SpecBuilder
 
 NOW = "2026-12-01T00:00:00Z"
@@ -13,12 +15,12 @@ SPEC = (SpecBuilder().replicas(2).server(expectedTokensPerSecond=1000).dataset("
 
 def found(rows=1000, prompt_tokens=200_000, expected=500_000, name="a"):
     """The preflight of dataset `name`: `rows` usable rows, 200 prompt tokens and a prior of 500 per row."""
-    return Preflight(model=PreflightModel(hidden_size=64, num_layers=8, vocab_size=512),
-                     datasets=[PreflightDataset(name=name, rows=rows, usable_rows=rows, prompt_tokens=prompt_tokens,
-                                                expected_response_tokens=expected)])
+    return Preflight(model=ModelReport(hidden_size=64, num_layers=8, vocab_size=512),
+                     datasets=[DatasetReport(name=name, rows=rows, usable_rows=rows, prompt_tokens=prompt_tokens,
+                                             expected_response_tokens=expected)])
 
 
-def status(tokens, samples, state="Generating", tps=0.0, name="a"):
+def status(tokens, samples, state=DatasetState.GENERATING, tps=0.0, name="a"):
     return DatasetStatus(name=name, budget_tokens=100_000, tokens=tokens, samples=samples, state=state,
                          tokens_per_second=tps)
 
@@ -59,7 +61,7 @@ def test_rows_too_few_at_the_measured_length_warn_that_the_dataset_will_run_out(
     assert budgets_out_of_reach(SPEC, e, found(rows=500), datasets) == (
         "a: 500 usable rows x about 100 tokens (measured over 40 responses) may give about 50,000 tokens of its "
         "100,000: it will be Exhausted at about 50,000 tokens")
-    ran_out = [status(50_000, 500, state="Exhausted")]
+    ran_out = [status(50_000, 500, state=DatasetState.EXHAUSTED)]
     e = estimate(SPEC, found(rows=500), ran_out, e, NOW, hidden_size=64)
     assert budgets_out_of_reach(SPEC, e, found(rows=500), ran_out) == (
         "a: its rows ran out at 50,000 tokens of its 100,000 (Exhausted)")
@@ -67,7 +69,7 @@ def test_rows_too_few_at_the_measured_length_warn_that_the_dataset_will_run_out(
 
 def test_a_budget_in_reach_says_nothing_and_a_met_one_ends_at_what_was_kept():
     assert budgets_out_of_reach(SPEC, estimate(SPEC, found(), [], None, NOW), found(), []) is None
-    met = [status(100_400, 800, state="BudgetMet")]
+    met = [status(100_400, 800, state=DatasetState.BUDGET_MET)]
     e = estimate(SPEC, found(rows=100), met, None, NOW, hidden_size=64)
     assert e.datasets[0].response_tokens == 100_400 and e.datasets[0].reachable and e.generation_hours == 0
 
@@ -114,10 +116,10 @@ def kimi_estimate(tmp_path):
     facts = model_facts(tmp_path)
     spec = DatasetGenerationSpec.model_validate(example_manifest("kimi-k25-eagle3")["spec"])
     rows = 100_000
-    found = Preflight(model=PreflightModel(hidden_size=facts.hidden_size, num_layers=facts.num_layers), datasets=[
-        PreflightDataset(name=d.name, rows=rows, usable_rows=rows,
-                         prompt_tokens=rows * KIMI_PROMPT_TOKENS.get(d.name, 600),
-                         expected_response_tokens=rows * (8192 if d.prompt_class == "long" else 5120))
+    found = Preflight(model=ModelReport(hidden_size=facts.hidden_size, num_layers=facts.num_layers), datasets=[
+        DatasetReport(name=d.name, rows=rows, usable_rows=rows,
+                      prompt_tokens=rows * KIMI_PROMPT_TOKENS.get(d.name, 600),
+                      expected_response_tokens=rows * (8192 if d.prompt_class == "long" else 5120))
         for d in spec.datasets])
     return estimate(spec, found, [], None, NOW, hidden_size=facts.hidden_size)
 
@@ -144,7 +146,7 @@ def test_the_kimi_k25_example_in_the_docs_is_what_the_estimate_computes(tmp_path
 
 def test_a_finished_dataset_is_sized_by_its_own_responses_however_few():
     # 10 responses of 120 tokens, met: its 10 samples store 200 + 120 tokens each, not the prior's 500.
-    e = estimate(SPEC, found(), [status(1200, 10, state="BudgetMet")], None, NOW, hidden_size=64)
+    e = estimate(SPEC, found(), [status(1200, 10, state=DatasetState.BUDGET_MET)], None, NOW, hidden_size=64)
     [a] = e.datasets
     assert a.length_basis == "measured" and a.samples == 10 and e.corpus_tokens == 10 * 200 + 1200
     assert e.hidden_state_bytes == 10 * 320 * bytes_per_token(64, 3, "bf16")

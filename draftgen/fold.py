@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from draftgen_contracts import budget
 from draftgen_contracts.progress import DurableCounts, ProgressDocument
+from draftgen_contracts.replica_status import ReplicaStatus
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 
-from .api import DatasetGenerationSpec, DatasetStatus, ReplicaDatasetStatus, ReplicaStatus
+from .api import DatasetGenerationSpec, DatasetStatus
 
 
 def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument], previous: list[DatasetStatus],
@@ -69,12 +70,8 @@ def unreported_parts(replicas: int, reports: dict[int, ProgressDocument], datase
 def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument]) -> list[ReplicaStatus]:
     """Each replica's last report, per dataset of the spec: the replicas read one another's parts
     here to share the budgets (jobrunner.coordination_kube)."""
-    return [ReplicaStatus(
-        index=r, report_time=reports[r].updated_at, finished=reports[r].finished,
-        datasets=[ReplicaDatasetStatus(name=d.name, tokens=e.completion_tokens, state=e.state, settled=e.settled,
-                                       budget_tokens=e.budget_tokens)
-                  for d in spec.datasets if (e := reports[r].datasets.get(d.name)) is not None])
-        for r in range(spec.server.replicas) if r in reports]
+    datasets = [d.name for d in spec.datasets]
+    return [ReplicaStatus.of(r, reports[r], datasets) for r in range(spec.server.replicas) if r in reports]
 
 
 def reported_tokens(datasets: list[DatasetStatus]) -> int | None:

@@ -1,5 +1,6 @@
 from draftgen.api import DatasetStatus
 from draftgen.fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
+from draftgen_contracts.states import DatasetState
 from draftgen_dev.builders import SpecBuilder, dataset_progress, progress
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=1000).dataset("b", budget=500, sampleCap=3).spec()
@@ -9,7 +10,7 @@ def report(replica, **datasets):
     return progress(replica, replicas=2, **datasets)
 
 
-def entry(tokens, samples=1, state="Generating", truncated=0, cut=0):
+def entry(tokens, samples=1, state=DatasetState.GENERATING, truncated=0, cut=0):
     return dataset_progress(tokens, samples, state, truncated=truncated, cut=cut, tokens_per_second=10.0)
 
 
@@ -20,16 +21,16 @@ def by_name(folded):
 def test_totals_are_summed_over_replicas_and_the_shared_budget_decides():
     reports = {0: report(0, a=entry(600, truncated=2, cut=1)), 1: report(1, a=entry(450, truncated=1, cut=1))}
     folded = by_name(fold_reports(SPEC, reports, [], "t"))
-    assert folded["a"].tokens == 1050 and folded["a"].state == "BudgetMet"
+    assert folded["a"].tokens == 1050 and folded["a"].state == DatasetState.BUDGET_MET
     assert (folded["a"].truncated, folded["a"].cut) == (3, 2)
-    assert folded["b"].state == "Pending" and folded["b"].tokens is None  # no replica reported it
+    assert folded["b"].state == DatasetState.PENDING and folded["b"].tokens is None  # no replica reported it
 
 
 def test_before_any_report_no_dataset_claims_a_figure():
     """A run deleted and created again has its data on disk: a 0 before the first report would be a
     figure that falls (then rises again) across the re-creation."""
     folded = fold_reports(SPEC, {}, [], "t")
-    assert [(d.tokens, d.samples, d.state) for d in folded] == [(None, None, "Pending")] * len(SPEC.datasets)
+    assert [(d.tokens, d.samples, d.state) for d in folded] == [(None, None, DatasetState.PENDING)] * len(SPEC.datasets)
     assert reported_tokens(folded) is None and progress_text(folded) == "0.0%" and not is_generation_done(folded)
     reported = fold_reports(SPEC, {0: report(0, a=entry(0))}, [], "t")
     assert by_name(reported)["a"].tokens == 0 and reported_tokens(reported) == 0
@@ -41,30 +42,30 @@ def test_reports_of_replicas_the_spec_no_longer_has_are_ignored():
 
 
 def test_exhausted_needs_every_replica_and_stays_until_the_budget_changes():
-    one = {0: report(0, a=entry(10, state="Exhausted"))}
-    assert by_name(fold_reports(SPEC, one, [], "t"))["a"].state == "Generating"
-    both = {0: report(0, a=entry(10, state="Exhausted")), 1: report(1, a=entry(10, state="Exhausted"))}
+    one = {0: report(0, a=entry(10, state=DatasetState.EXHAUSTED))}
+    assert by_name(fold_reports(SPEC, one, [], "t"))["a"].state == DatasetState.GENERATING
+    both = {0: report(0, a=entry(10, state=DatasetState.EXHAUSTED)), 1: report(1, a=entry(10, state=DatasetState.EXHAUSTED))}
     folded = fold_reports(SPEC, both, [], "t")
-    assert by_name(folded)["a"].state == "Exhausted"
-    assert by_name(fold_reports(SPEC, {}, folded, "t2"))["a"].state == "Exhausted"  # the Jobs went away
+    assert by_name(folded)["a"].state == DatasetState.EXHAUSTED
+    assert by_name(fold_reports(SPEC, {}, folded, "t2"))["a"].state == DatasetState.EXHAUSTED  # the Jobs went away
     raised = SPEC.model_copy(deep=True)
     raised.datasets[0].budget_tokens = 2000
-    assert by_name(fold_reports(raised, {}, folded, "t2"))["a"].state != "Exhausted"
+    assert by_name(fold_reports(raised, {}, folded, "t2"))["a"].state != DatasetState.EXHAUSTED
 
 
 def test_sample_cap_counts_as_met_and_last_update_moves_only_on_change():
     reports = {0: report(0, b=entry(30, samples=2)), 1: report(1, b=entry(20, samples=1))}
     first = fold_reports(SPEC, reports, [], "t1")
-    assert by_name(first)["b"].state == "BudgetMet"
+    assert by_name(first)["b"].state == DatasetState.BUDGET_MET
     assert by_name(fold_reports(SPEC, reports, first, "t2"))["b"].last_update == "t1"
 
 
 def test_done_and_progress():
-    done = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state="BudgetMet"),
-            DatasetStatus(name="b", budget_tokens=100, tokens=20, state="Exhausted")]
+    done = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state=DatasetState.BUDGET_MET),
+            DatasetStatus(name="b", budget_tokens=100, tokens=20, state=DatasetState.EXHAUSTED)]
     assert is_generation_done(done) and progress_text(done) == "100.0%"
-    half = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state="BudgetMet"),
-            DatasetStatus(name="b", budget_tokens=100, tokens=0, state="Generating")]
+    half = [DatasetStatus(name="a", budget_tokens=100, tokens=150, state=DatasetState.BUDGET_MET),
+            DatasetStatus(name="b", budget_tokens=100, tokens=0, state=DatasetState.GENERATING)]
     assert not is_generation_done(half) and progress_text(half) == "50.0%"
 
 
@@ -74,7 +75,7 @@ def test_replicas_name_the_report_they_folded_and_their_part_of_each_dataset():
     assert [(r.index, r.report_time) for r in folded] == [(0, 100.0), (1, 101.0)]
     assert [(d.name, d.tokens, d.settled) for d in folded[0].datasets] == [("a", 600, False)]  # z is not in the spec
     [a] = folded[1].datasets
-    assert (a.tokens, a.settled, a.budget_tokens, a.state) == (700, True, 1000, "Generating")
+    assert (a.tokens, a.settled, a.budget_tokens, a.state) == (700, True, 1000, DatasetState.GENERATING)
 
 
 def test_a_replica_not_reported_yet_counts_as_its_part_on_disk_never_as_zero():

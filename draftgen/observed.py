@@ -8,6 +8,8 @@ from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, 
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
 
+from .reasons import Reason
+
 
 @dataclass(frozen=True)
 class JobState:
@@ -61,7 +63,7 @@ def pod_state_from(pod: dict) -> PodState:
     ready = (conditions.get("Ready") or {}).get("status") == "True"
     reason = message = ""
     if not scheduled and "PodScheduled" in conditions:
-        reason = conditions["PodScheduled"].get("reason") or "Unschedulable"
+        reason = conditions["PodScheduled"].get("reason") or Reason.UNSCHEDULABLE
         message = conditions["PodScheduled"].get("message") or ""
     for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
         waiting = (cs.get("state") or {}).get("waiting") or {}

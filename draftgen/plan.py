@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.generate_config import ContextConfig, CoordinationConfig, DatasetConfig, GenerateConfig
 
 from . import api
 
@@ -48,39 +49,30 @@ def dataset_path(spec: api.DatasetGenerationSpec, dataset: api.Dataset) -> str:
 
 # --- the generate config (shared with the local runner) ------------------------------------------
 
-def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_root: str, replica: int = 0,
-                    tokenizer_path: str | None = None, dataset_paths: dict[str, str] | None = None,
-                    coordination: dict[str, Any] | None = None, run_id: str = "draftgen",
-                    progress_interval_s: float | None = None) -> dict[str, Any]:
-    """jobrunner's GenerateConfig (as a dict) for one replica of this spec."""
-    return {
-        "server_url": server_url,
-        "startup_timeout_s": float(spec.server.startup_timeout_seconds),
-        "output_root": output_root,
-        "run_id": run_id,
-        "replica": replica,
-        "replicas": spec.server.replicas,
-        "tokenizer_path": tokenizer_path or spec.model.tokenizer_path(),
-        "chat_template_kwargs": spec.model.chat_template.template_kwargs(),
-        "context": {"length": spec.model.context_length},
-        "prompt_classes": [{"name": c.name, "max_prompt_tokens": c.max_prompt_tokens, "concurrency": c.concurrency,
-                            "max_new_tokens": c.max_new_tokens} for c in spec.prompt_classes],
-        "datasets": [{
-            "name": d.name,
-            "path": (dataset_paths or {}).get(d.name) or dataset_path(spec, d),
-            "format": d.format,
-            "pretokenized": d.pretokenized, "kind": d.kind,
-            "budget_tokens": d.budget_tokens,
-            "sample_cap": d.sample_cap,
-            "prompt_class": d.prompt_class,
-            "max_new_tokens": d.max_new_tokens,
-            "concurrency": d.concurrency,
-            "sampling_params": d.sampling_params.as_dict(),
-        } for d in spec.datasets],
-        "at_budget": spec.at_budget,
-        **({"coordination": coordination} if coordination else {}),
-        **({"progress_interval_s": progress_interval_s} if progress_interval_s else {}),
-    }
+def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_root: str,
+                    coordination: CoordinationConfig, run_id: str, progress_interval_s: float, replica: int = 0,
+                    tokenizer_path: str | None = None, dataset_paths: dict[str, str] | None = None) -> GenerateConfig:
+    """jobrunner's config for one replica of this spec (its rules: draftgen_contracts.generate_config)."""
+    return GenerateConfig(
+        server_url=server_url, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
+        run_id=run_id, replica=replica, replicas=spec.server.replicas,
+        tokenizer_path=tokenizer_path or spec.model.tokenizer_path(),
+        chat_template_kwargs=spec.model.chat_template.template_kwargs(),
+        context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
+        datasets=[_dataset_config(spec, d, (dataset_paths or {}).get(d.name)) for d in spec.datasets],
+        at_budget=spec.at_budget, coordination=coordination, progress_interval_s=progress_interval_s)
+
+
+def _dataset_config(spec: api.DatasetGenerationSpec, d: api.Dataset, path: str | None) -> DatasetConfig:
+    return DatasetConfig(
+        name=d.name, path=path or dataset_path(spec, d), format=d.format, pretokenized=d.pretokenized, kind=d.kind,
+        budget_tokens=d.budget_tokens, sample_cap=d.sample_cap, prompt_class=d.prompt_class,
+        max_new_tokens=d.max_new_tokens, concurrency=d.concurrency, sampling_params=d.sampling_params.as_dict())
+
+
+def config_text(config: GenerateConfig) -> str:
+    """The config's file, as jobrunner reads it (the ConfigMap's generate.yaml, the local runner's)."""
+    return yaml.safe_dump(config.to_document(), sort_keys=False)
 
 
 # --- child objects --------------------------------------------------------------------------------
@@ -124,9 +116,9 @@ def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec) ->
     # The pod passes --server-url http://$(POD_IP):PORT (Kubernetes expands it in args, not in files).
     config = generate_config(
         spec, server_url="http://localhost:%d" % spec.server.port, output_root=output_root(name, spec),
-        coordination={"kind": "kubernetes", "name": name, "namespace": namespace}, run_id=name,
+        coordination=CoordinationConfig(kind="kubernetes", name=name, namespace=namespace), run_id=name,
         progress_interval_s=REPORT_INTERVAL_S)
-    text = yaml.safe_dump(config, sort_keys=False)
+    text = config_text(config)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": names.config_map_name(name, digest), "labels": labels(name, "config"),

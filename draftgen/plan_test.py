@@ -4,6 +4,7 @@ import yaml
 
 from draftgen import api, plan
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.generate_config import CoordinationConfig
 from draftgen_dev.builders import SpecBuilder
 from jobrunner.config import parse_config
 
@@ -76,6 +77,16 @@ def test_rendered_generate_config_is_a_valid_jobrunner_config():
     assert parsed.datasets[0].path == "/data/prompts/fc.jsonl" and parsed.datasets[0].budget_tokens == 10_000_000
     assert parsed.datasets[0].sampling_params == {"temperature": 0.6, "top_p": 0.95}
     assert [c.name for c in parsed.prompt_classes] == ["short", "long"]
+    assert parsed.startup_timeout_s == SPEC.server.startup_timeout_seconds
+    assert parsed.coordination.kind == "kubernetes" and parsed.coordination.namespace == "ml"
+
+
+def test_the_config_the_plan_builds_is_the_one_jobrunner_reads_back():
+    built = plan.generate_config(SPEC, server_url="http://localhost:30000", output_root="/data/k25", run_id="k25",
+                                 coordination=CoordinationConfig(kind="kubernetes", name="k25", namespace="ml"),
+                                 progress_interval_s=plan.REPORT_INTERVAL_S)
+    _, config = generation_pod()
+    assert parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY])) == built
 
 
 def test_config_name_changes_with_its_content():

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from draftgen_contracts.preflight_report import PreflightReport
 
-from .api import Preflight, PreflightDataset, PreflightModel
+from .api import Preflight
 
 
 def preflight_status(report: PreflightReport) -> Preflight:
-    """The findings' fields that status has (the document holds more: budgets, reach)."""
-    return Preflight(
-        model=PreflightModel(**report.model.model_dump()) if report.model else None,
-        datasets=[PreflightDataset(**d.model_dump(include=set(PreflightDataset.model_fields))) for d in report.datasets],
-        problem=report.problem.says() if report.problem else "", rows_per_second=report.rows_per_second)
+    """The findings' model and datasets as they are, and the problem as one line."""
+    return Preflight(model=report.model, datasets=report.datasets,
+                     problem=report.problem.says() if report.problem else "", rows_per_second=report.rows_per_second)

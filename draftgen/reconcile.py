@@ -1,5 +1,9 @@
 """One reconcile as a pure function: (spec, last status, observed world) -> what to create, what to
 delete, the new status and the events to record. The kopf handlers do the reading and the writing.
+
+Each question is a policy (draftgen/policies/): the next stage, a failure, the Jobs to have, the
+capacity, the phase; each condition has its setter (draftgen.conditions) and each reason its
+constant (draftgen.reasons). What is here is the order they are asked in.
 """
 
 from __future__ import annotations
@@ -7,30 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from draftgen_contracts import names
-from draftgen_contracts.states import Phase
+from draftgen_contracts.states import Component, Phase, Stage
 
-from . import plan
-from .api import DatasetGenerationSpec, DatasetGenerationStatus, StageJobs
-from .conditions import condition, set_condition
+from . import plan, reasons
+from .api import Condition, DatasetGenerationSpec, DatasetGenerationStatus, DatasetStatus, StageJobs
+from .conditions import (ConditionType, condition, set_budgets_reachable, set_capacity, set_failed, set_progressing,
+                         set_ready, set_succeeded, set_suspended)
 from .estimate import budgets_out_of_reach, estimate
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
-from .observed import CONFIG_HASH_ANNOTATION, World
-from .policies.capacity_policy import Capacity, capacity_of, queued_message, refused_for_good
-from .policies.failure_policy import failure_of
+from .observed import CONFIG_HASH_ANNOTATION, JobState, World
+from .policies.capacity_policy import Capacity, capacity_of, job_queued
+from .policies.failure_policy import failure_of, preflight_refused_for_good, pods_refused_for_good
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
-from .policies.stage_policy import next_stage
+from .policies.phase_policy import PhaseFacts, ShownPhase, phase_of
+from .policies.stage_policy import next_stage, stage_event
 from .preflight_status import preflight_status
+from .reasons import Explanation, Reason
 
-STAGE_EVENTS = {
-    ("Preflight", "Generating"): ("PreflightPassed", "model, tokenizer and datasets checked on the CPU; "
-                                                     "creating the generation Jobs"),
-    ("Generating", "Merging"): ("BudgetsMet", "every dataset met its budget or ran out of prompts; "
-                                              "generation Jobs deleted to free the GPUs"),
-    ("Merging", "Extracting"): ("MergeSucceeded", "corpus merged; extracting hidden states"),
-    ("Merging", "Done"): ("Succeeded", "corpus merged"),
-    ("Extracting", "Done"): ("Succeeded", "hidden states extracted"),
-    ("Done", "Extracting"): ("ExtractionEnabled", "extracting hidden states"),
-}
+Event = tuple[str, str, str]  # (type, reason, message)
 
 
 @dataclass
@@ -38,200 +36,259 @@ class Decision:
     create: list[dict] = field(default_factory=list)
     delete_jobs: list[str] = field(default_factory=list)
     status: DatasetGenerationStatus = field(default_factory=DatasetGenerationStatus)
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reconcile:
+    """One reconcile's inputs: the object, what it said last, and the world observed now."""
+
+    name: str
+    namespace: str
+    generation: int
+    spec: DatasetGenerationSpec
+    previous: DatasetGenerationStatus
+    world: World
+    settings: plan.OperatorSettings
+    now: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What one reconcile found, from which the Jobs, the status and the events follow."""
+
+    config: dict  # the generate config's ConfigMap
+    digest: str  # its hash, on every Job made from it
+    datasets: list[DatasetStatus]
+    stage: Stage
+    capacity: Capacity | None  # None where generation pods are not observed or none should run
+    failure: Explanation | None  # why the run fails, as found now (said as an event unless still_failed)
+    still_failed: bool  # failed before, and the spec has not changed since
+    in_use: bool  # the output folder belongs to another object
+
+    @property
+    def failed(self) -> bool:
+        return self.still_failed or self.failure is not None
 
 
 def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSpec,
            previous: DatasetGenerationStatus, world: World, settings: plan.OperatorSettings, now: str) -> Decision:
-    decision = Decision()
-    config = plan.config_object(name, namespace, spec)
-    digest = plan.config_digest(config)
-    setup = [*plan.setup_objects(name, spec), config]
-    decision.create = [o for o in setup if (o["kind"], o["metadata"]["name"]) not in world.existing]
-    owner = world.output_owner
-    if owner is None:  # claim the folder first; Jobs only once the claim is seen to be ours
-        decision.create.append(plan.output_lock(name, spec))
-    jobs = list(world.jobs.values())
-
-    datasets = fold_reports(spec, world.reports, previous.datasets, now,
-                            generation_jobs_finished(jobs, spec.server.replicas, digest))
-    stage_before = previous.stage or "Preflight"
-    merge, extract = world.jobs.get(names.merge_job_name(name)), world.jobs.get(names.extract_job_name(name))
-    preflight = world.jobs.get(names.preflight_job_name(name))
-    stage = next_stage(stage_before, generation_done=is_generation_done(datasets),
-                       merge_succeeded=bool(merge and merge.succeeded and not merge.deleting),
-                       extract_succeeded=bool(extract and extract.succeeded and not extract.deleting),
-                       extraction_enabled=spec.extraction.enabled,
-                       preflight_succeeded=bool(preflight and preflight.succeeded and preflight.config_hash == digest))
-    if stage != stage_before:
-        reason, message = STAGE_EVENTS.get((stage_before, stage), ("Reopened", "a dataset is below its budget again; "
-                                                                              "generation resumes from its output"))
-        decision.events.append(("Normal", reason, message))
-
-    still_failed = previous.phase == "Failed" and previous.observed_generation == generation
-    capacity = (capacity_of(name, spec.server.replicas, world.pods, world.refused_pods, world.jobs, world.queue_waits)
-                if world.pods is not None and stage == "Generating" and not spec.suspend else None)
-    # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
-    current = [j for j in jobs if not (j.component == "preflight" and j.config_hash != digest)]
-    failure = None if spec.suspend else (failure_of(current) or pods_refused_for_good(capacity)
-                                         or preflight_refused_for_good(name, stage, world))
-    errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
-    if world.preflight is not None and world.preflight.problem is not None:
-        errors.insert(0, f"preflight: {world.preflight.problem.says()}")
-    if failure and errors:  # what the pod said, beside what Kubernetes says
-        failure = (failure[0], f"{failure[1]}; {'; '.join(errors)}")
-    if failure and not still_failed:
-        decision.events.append(("Warning", *failure))
-    failed = still_failed or failure is not None
-
-    in_use = owner is not None and owner != name
-    if in_use and previous_reason(previous) != "OutputInUse":
-        decision.events.append(("Warning", "OutputInUse", output_in_use_message(name, spec, owner)))
-    if not failed and not in_use:
-        decision.delete_jobs = jobs_to_delete(stage, spec.suspend, jobs, digest)
-        if not spec.suspend and not world.missing_claims and owner == name:
-            for component, replica in jobs_to_create(name, stage, spec.server.replicas, jobs):
-                decision.create.append(_job(name, spec, component, replica, settings, config))
+    r = Reconcile(name, namespace, generation, spec, previous, world, settings, now)
+    found = find(r)
+    decision = Decision(create=setup_to_create(r, found.config), events=events_before_status(r, found))
+    if not found.failed and not found.in_use:
+        decision.delete_jobs = jobs_to_delete(found.stage, spec.suspend, list(world.jobs.values()), found.digest)
+        decision.create += jobs_wanted(r, found)
     if spec.suspend and decision.delete_jobs:
-        decision.events.append(("Normal", "Suspended", f"deleted {', '.join(decision.delete_jobs)}; data kept"))
-
-    decision.status = _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now,
-                              capacity)
-    if capacity is not None and not failed:
-        decision.events += capacity_events(previous, decision.status)
-    reach, before = condition(decision.status.conditions, "BudgetsReachable"), condition(previous.conditions,
-                                                                                          "BudgetsReachable")
-    if reach is not None and reach.status == "False" and (before is None or before.status != "False"):
-        decision.events.append(("Warning", reach.reason, reach.message))
+        decision.events.append(("Normal", *reasons.suspended_jobs_deleted(decision.delete_jobs)))
+    decision.status = status_of(r, found)
+    decision.events += events_of_status(previous, decision.status, found)
     return decision
 
 
-def pods_refused_for_good(capacity: Capacity | None) -> tuple[str, str] | None:
-    """A replica whose pods the cluster will never create (Pod Security): the run fails, quoting it."""
-    wait = next((w for w in capacity.waits if w.permanent), None) if capacity else None
-    return ("PodsRefused", f"replica {wait.replica}: {wait.message}") if wait else None
+# --- what the reconcile finds -----------------------------------------------------------------------
+
+def find(r: Reconcile) -> Findings:
+    config = plan.config_object(r.name, r.namespace, r.spec)
+    digest = plan.config_digest(config)
+    jobs = list(r.world.jobs.values())
+    datasets = fold_reports(r.spec, r.world.reports, r.previous.datasets, r.now,
+                            generation_jobs_finished(jobs, r.spec.server.replicas, digest))
+    stage = stage_now(r, datasets, digest)
+    capacity = capacity_now(r, stage)
+    owner = r.world.output_owner
+    return Findings(config=config, digest=digest, datasets=datasets, stage=stage, capacity=capacity,
+                    failure=failure_now(r, stage, capacity, digest),
+                    still_failed=r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation,
+                    in_use=owner is not None and owner != r.name)
 
 
-def preflight_refused_for_good(name: str, stage: str, world: World) -> tuple[str, str] | None:
-    """The preflight Job's pods refused by a policy that will refuse them again (Pod Security)."""
-    said = world.refused_pods.get(names.preflight_job_name(name)) if stage == "Preflight" else None
-    return ("PodsRefused", f"preflight: {said}") if said and refused_for_good(said) else None
+def stage_now(r: Reconcile, datasets: list[DatasetStatus], digest: str) -> Stage:
+    def succeeded(job: JobState | None) -> bool:
+        return bool(job and job.succeeded and not job.deleting)
+
+    preflight = r.world.jobs.get(names.preflight_job_name(r.name))
+    return next_stage(stage_before(r.previous), generation_done=is_generation_done(datasets),
+                      merge_succeeded=succeeded(r.world.jobs.get(names.merge_job_name(r.name))),
+                      extract_succeeded=succeeded(r.world.jobs.get(names.extract_job_name(r.name))),
+                      extraction_enabled=r.spec.extraction.enabled,
+                      preflight_succeeded=bool(preflight and preflight.succeeded and preflight.config_hash == digest))
 
 
-def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[tuple[str, str, str]]:
+def capacity_now(r: Reconcile, stage: Stage) -> Capacity | None:
+    """The generation replicas' capacity, where their pods are observed and should run."""
+    if r.world.pods is None or stage != Stage.GENERATING or r.spec.suspend:
+        return None
+    return capacity_of(r.name, r.spec.server.replicas, r.world.pods, r.world.refused_pods, r.world.jobs,
+                       r.world.queue_waits)
+
+
+def stage_before(previous: DatasetGenerationStatus) -> Stage:
+    return Stage(previous.stage or Stage.PREFLIGHT)  # a new object starts at its preflight
+
+
+def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: str) -> Explanation | None:
+    """Why the run fails now, with what its pods said; none while suspended (the Jobs are going anyway)."""
+    if r.spec.suspend:
+        return None
+    # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
+    current = [j for j in r.world.jobs.values() if not (j.component == Component.PREFLIGHT and j.config_hash != digest)]
+    failure = (failure_of(current) or pods_refused_for_good(capacity)
+               or preflight_refused_for_good(r.name, stage, r.world))
+    return reasons.with_pod_errors(failure, pod_errors(r.world)) if failure else None
+
+
+def pod_errors(world: World) -> list[str]:
+    """What the preflight and each replica reported of their own failure, beside Kubernetes' words."""
+    errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
+    if world.preflight is not None and world.preflight.problem is not None:
+        errors.insert(0, f"preflight: {world.preflight.problem.says()}")
+    return errors
+
+
+def output_in_use(r: Reconcile) -> Explanation:
+    folder = names.output_folder(r.spec.output.claim_name, r.spec.output.path or r.name)
+    lock = names.output_lock_name(r.spec.output.claim_name, r.spec.output.path or r.name)
+    return reasons.output_in_use(folder, r.world.output_owner, lock)
+
+
+def stage_job_queued(r: Reconcile, stage: Stage) -> Explanation | None:
+    """What the merge or extraction Job waits for while a queue (Kueue) holds it suspended; None otherwise."""
+    job_name = {Stage.MERGING: names.merge_job_name, Stage.EXTRACTING: names.extract_job_name}.get(stage)
+    job = r.world.jobs.get(job_name(r.name)) if job_name else None
+    if job is None or not job.suspended or job.deleting:
+        return None
+    return job_queued(job, r.world.queue_waits.get(job.name, ""))
+
+
+# --- the children -----------------------------------------------------------------------------------
+
+def setup_to_create(r: Reconcile, config: dict) -> list[dict]:
+    """The setup objects not there yet, and the output folder's claim while it has none: Jobs come only
+    once the claim is seen to be ours."""
+    setup = [*plan.setup_objects(r.name, r.spec), config]
+    missing = [o for o in setup if (o["kind"], o["metadata"]["name"]) not in r.world.existing]
+    return missing + ([plan.output_lock(r.name, r.spec)] if r.world.output_owner is None else [])
+
+
+def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
+    if r.spec.suspend or r.world.missing_claims or r.world.output_owner != r.name:
+        return []
+    return [job_object(r, found, component, replica)
+            for component, replica in jobs_to_create(r.name, found.stage, r.spec.server.replicas,
+                                                     list(r.world.jobs.values()))]
+
+
+def job_object(r: Reconcile, found: Findings, component: Component, replica: int) -> dict:
+    if component == Component.GENERATE:
+        return plan.generation_job(r.name, r.spec, replica, r.settings, found.config)
+    job = (plan.preflight_job(r.name, r.spec, r.settings, found.config) if component == Component.PREFLIGHT
+           else plan.merge_job(r.name, r.spec, r.settings) if component == Component.MERGE
+           else plan.extract_job(r.name, r.spec, r.settings))
+    job["metadata"]["annotations"] = {CONFIG_HASH_ANNOTATION: found.digest}
+    return job
+
+
+# --- the events -------------------------------------------------------------------------------------
+
+def events_before_status(r: Reconcile, found: Findings) -> list[Event]:
+    """A stage left, a new failure, and a folder found taken (said once)."""
+    events: list[Event] = []
+    if (step := stage_event(stage_before(r.previous), found.stage)) is not None:
+        events.append(("Normal", *step))
+    if found.failure and not found.still_failed:
+        events.append(("Warning", *found.failure))
+    if found.in_use and last_ready_reason(r.previous) != Reason.OUTPUT_IN_USE:
+        events.append(("Warning", *output_in_use(r)))
+    return events
+
+
+def events_of_status(previous: DatasetGenerationStatus, status: DatasetGenerationStatus,
+                     found: Findings) -> list[Event]:
+    events = capacity_events(previous, status) if found.capacity is not None and not found.failed else []
+    return events + budgets_events(previous, status)
+
+
+def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[Event]:
     """A Warning when a replica starts waiting on something other than its own start or its queue."""
-    before, now = condition(previous.conditions, "Capacity"), condition(status.conditions, "Capacity")
-    if now is None or now.status == "True" or now.reason in ("Starting", "Queued"):
+    before, now = condition(previous.conditions, ConditionType.CAPACITY), condition(status.conditions,
+                                                                                    ConditionType.CAPACITY)
+    if now is None or now.status == "True" or now.reason in (Reason.STARTING, Reason.QUEUED):
         return []
     if before is not None and (before.reason, before.message) == (now.reason, now.message):
         return []
     return [("Warning", now.reason, now.message)]
 
 
-def stage_job_queued(name: str, stage: str, world: World) -> str | None:
-    """What the merge or extraction Job waits for while a queue (Kueue) holds it suspended; None otherwise."""
-    job_name = {"Merging": names.merge_job_name(name), "Extracting": names.extract_job_name(name)}.get(stage)
-    job = world.jobs.get(job_name) if job_name else None
-    if job is None or not job.suspended or job.deleting:
-        return None
-    return queued_message(job, world.queue_waits.get(job.name, ""))
+def budgets_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[Event]:
+    """A Warning when a budget goes out of reach of its rows."""
+    now = condition(status.conditions, ConditionType.BUDGETS_REACHABLE)
+    before = condition(previous.conditions, ConditionType.BUDGETS_REACHABLE)
+    if now is not None and now.status == "False" and (before is None or before.status != "False"):
+        return [("Warning", now.reason, now.message)]
+    return []
 
 
-def previous_reason(previous: DatasetGenerationStatus) -> str | None:
-    ready = condition(previous.conditions, "Ready")
+def last_ready_reason(previous: DatasetGenerationStatus) -> str | None:
+    ready = condition(previous.conditions, ConditionType.READY)
     return ready.reason if ready else None
 
 
-def output_in_use_message(name: str, spec: DatasetGenerationSpec, owner: str) -> str:
-    folder = names.output_folder(spec.output.claim_name, spec.output.path or name)
-    lock = names.output_lock_name(spec.output.claim_name, spec.output.path or name)
-    return (f"output folder {folder} belongs to DatasetGeneration {owner} (ConfigMap {lock}); this one runs nothing "
-            f"and touches none of its data: give it another output.path")
+# --- the status -------------------------------------------------------------------------------------
 
-
-def _job(name, spec, component, replica, settings, config) -> dict:
-    if component == "generate":
-        return plan.generation_job(name, spec, replica, settings, config)
-    job = (plan.preflight_job(name, spec, settings, config) if component == "preflight"
-           else plan.merge_job(name, spec, settings) if component == "merge" else plan.extract_job(name, spec, settings))
-    job["metadata"]["annotations"] = {CONFIG_HASH_ANNOTATION: plan.config_digest(config)}
-    return job
-
-
-def _status(name, generation, spec, previous, world, datasets, stage, failure, still_failed, now, capacity):
-    status = DatasetGenerationStatus(
-        stage=stage, observed_generation=generation, conditions=list(previous.conditions), datasets=datasets,
-        replicas=fold_replicas(spec, world.reports),
-        tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
-        progress=progress_text(datasets), start_time=previous.start_time or now,
-        completion_time=(previous.completion_time or now) if stage == "Done" else None,
-        preflight=preflight_status(world.preflight) if world.preflight else previous.preflight,
-        jobs=StageJobs(generation=[names.generation_job_name(name, r) for r in range(spec.server.replicas)],
-                       merge=names.merge_job_name(name) if stage in ("Merging", "Extracting", "Done") else None,
-                       extract=names.extract_job_name(name) if spec.extraction.enabled and stage in ("Extracting", "Done")
-                       else None))
-    found = status.preflight
-    status.estimate = estimate(spec, found, datasets, previous.estimate, now,
-                               hidden_size=found.model.hidden_size if found and found.model else None)
-
-    if still_failed:  # a failure stays until the spec changes
-        return previous.model_copy(update={"datasets": datasets, "tokens": status.tokens, "progress": status.progress,
-                                           "estimate": status.estimate})
-    if failure:
-        phase, (reason, message) = "Failed", failure
-    elif spec.suspend:
-        phase, reason, message = "Suspended", "Suspended", "spec.suspend is true: no Jobs run; all data is kept"
-    elif world.output_owner not in (None, name):
-        phase, reason, message = "Pending", "OutputInUse", output_in_use_message(name, spec, world.output_owner)
-    elif world.missing_claims:
-        phase, reason = "Pending", "VolumeMissing"
-        message = ", ".join(f"PersistentVolumeClaim {c} not found" for c in world.missing_claims)
-    elif stage == "Done":
-        phase, reason, message = "Succeeded", "Succeeded", "corpus ready" + (
-            " and hidden states extracted" if spec.extraction.enabled else "")
-    elif stage == "Preflight":
-        phase, reason = "Pending", "Preflight"
-        message = "checking the model, the tokenizer and the datasets on the CPU before any GPU is asked for"
-        if refused := world.refused_pods.get(names.preflight_job_name(name)):
-            reason, message = "PodsRefused", f"the preflight Job's pods are refused: {refused}"
-    elif stage == "Generating" and not world.reports:
-        phase, reason, message = "Pending", "WaitingForServers", "generation pods are starting their servers"
-        if capacity is not None:
-            blocked = capacity.first_block()
-            if blocked and len(capacity.waits) == capacity.requested:  # nothing runs, and not for want of time
-                reason = blocked.reason
-            message = capacity.counts() + (f"; {capacity.why_not()}" if capacity.waits else "")
-    elif (queued := stage_job_queued(name, stage, world)) is not None:
-        phase, reason, message = stage, "Queued", queued
-    elif stage == "Merging":  # the reason records why generation ended and the GPUs were released
-        phase, reason = "Merging", "BudgetsMet"
-        message = "every dataset met its budget or ran out of prompts; generation Jobs deleted; merging the corpus"
-    else:
-        phase, reason = stage, stage
-        message = {"Generating": f"{status.progress} of {status.budget_tokens} tokens",
-                   "Extracting": "extracting hidden states"}[stage]
-    status.phase = Phase(phase)
-
-    c, g = status.conditions, generation
-    c = set_condition(c, "Ready", phase == "Succeeded", reason, message, now, g)
-    c = set_condition(c, "Progressing", phase in ("Pending", "Generating", "Merging", "Extracting")
-                      and reason not in ("VolumeMissing", "OutputInUse"), reason, message, now, g)
-    c = set_condition(c, "Succeeded", phase == "Succeeded", reason, message if phase == "Succeeded" else "", now, g)
-    c = set_condition(c, "Failed", phase == "Failed", reason if phase == "Failed" else "NotFailed",
-                      message if phase == "Failed" else "", now, g)
-    c = set_condition(c, "Suspended", phase == "Suspended", "Suspended" if phase == "Suspended" else "NotSuspended",
-                      message if phase == "Suspended" else "", now, g)
-    if status.preflight is not None and not status.preflight.problem:  # a failed preflight's findings are partial
-        short = budgets_out_of_reach(spec, status.estimate, status.preflight, datasets)
-        c = set_condition(c, "BudgetsReachable", short is None, "BudgetOutOfReach" if short else "RowsSuffice",
-                          short or "every dataset's usable rows may reach its budget", now, g)
-    if capacity is not None:
-        status.ready_replicas = capacity.ready
-        first = capacity.first_block() or (capacity.waits[0] if capacity.waits else None)
-        c = set_condition(c, "Capacity", not capacity.waits, first.reason if first else "AllReplicasReady",
-                          f"{capacity.ready} of {capacity.requested} generation replicas ready"
-                          + (f"; {capacity.why_not()}" if capacity.waits else ""), now, g)
-    else:  # no generation replicas run in this stage
-        c = [x for x in c if x.type != "Capacity"]
-    status.conditions = c
+def status_of(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
+    status = counted_status(r, found)
+    if found.still_failed:  # a failure stays until the spec changes
+        return r.previous.model_copy(update={"datasets": found.datasets, "tokens": status.tokens,
+                                             "progress": status.progress, "estimate": status.estimate})
+    shown = phase_of(phase_facts(r, found, status))
+    status.phase = shown.phase
+    if found.capacity is not None:
+        status.ready_replicas = found.capacity.ready
+    status.conditions = conditions_of(r, found, status, shown)
     return status
+
+
+def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
+    """The status but its phase and conditions: the counts, the times, the Jobs, the findings, the estimate."""
+    stage, datasets, previous = found.stage, found.datasets, r.previous
+    preflight = preflight_status(r.world.preflight) if r.world.preflight else previous.preflight
+    return DatasetGenerationStatus(
+        stage=stage, observed_generation=r.generation, conditions=list(previous.conditions), datasets=datasets,
+        replicas=fold_replicas(r.spec, r.world.reports),
+        tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
+        progress=progress_text(datasets), start_time=previous.start_time or r.now,
+        completion_time=(previous.completion_time or r.now) if stage == Stage.DONE else None,
+        preflight=preflight, jobs=stage_jobs(r.name, r.spec, stage),
+        estimate=estimate(r.spec, preflight, datasets, previous.estimate, r.now,
+                          hidden_size=preflight.model.hidden_size if preflight and preflight.model else None))
+
+
+def stage_jobs(name: str, spec: DatasetGenerationSpec, stage: Stage) -> StageJobs:
+    """The Jobs of the stages reached so far, by name."""
+    merged = stage in (Stage.MERGING, Stage.EXTRACTING, Stage.DONE)
+    extracted = spec.extraction.enabled and stage in (Stage.EXTRACTING, Stage.DONE)
+    return StageJobs(generation=[names.generation_job_name(name, r) for r in range(spec.server.replicas)],
+                     merge=names.merge_job_name(name) if merged else None,
+                     extract=names.extract_job_name(name) if extracted else None)
+
+
+def phase_facts(r: Reconcile, found: Findings, status: DatasetGenerationStatus) -> PhaseFacts:
+    return PhaseFacts(
+        stage=found.stage, failure=found.failure, suspended=r.spec.suspend,
+        output_in_use=output_in_use(r) if found.in_use else None, missing_claims=r.world.missing_claims,
+        extraction_enabled=r.spec.extraction.enabled,
+        preflight_refused=r.world.refused_pods.get(names.preflight_job_name(r.name), ""),
+        reported=bool(r.world.reports), capacity=found.capacity, stage_job_queued=stage_job_queued(r, found.stage),
+        progress=status.progress, budget_tokens=status.budget_tokens)
+
+
+def conditions_of(r: Reconcile, found: Findings, status: DatasetGenerationStatus,
+                  shown: ShownPhase) -> list[Condition]:
+    c, now, g = status.conditions, r.now, r.generation
+    for setter in (set_ready, set_progressing, set_succeeded, set_failed, set_suspended):
+        c = setter(c, shown, now, g)
+    if status.preflight is not None and not status.preflight.problem:  # a failed preflight's findings are partial
+        c = set_budgets_reachable(c, budgets_out_of_reach(r.spec, status.estimate, status.preflight, found.datasets),
+                                  now, g)
+    return set_capacity(c, found.capacity, now, g)

@@ -2,9 +2,12 @@
 
 from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
+from draftgen.conditions import ConditionType
 from draftgen.observed import JobState, PodState, World
+from draftgen.reasons import Reason
 from draftgen.reconcile import decide
 from draftgen_contracts.preflight_report import DatasetReport, ModelReport, PreflightReport, Problem
+from draftgen_contracts.states import Component, DatasetState, Phase, Stage
 from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
@@ -17,15 +20,14 @@ def run(spec=SPEC, previous=None, **world):
     """One reconcile of an object past its preflight, unless `previous` says otherwise."""
     world.setdefault("existing", frozenset())
     world.setdefault("output_owner", "x")
-    previous = previous or DatasetGenerationStatus(stage="Generating")
+    previous = previous or DatasetGenerationStatus(stage=Stage.GENERATING)
     return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, NOW)
 
 
 FOUND = PreflightReport(model=ModelReport(architecture="LlamaForCausalLM", hidden_size=64, num_layers=8,
                                           vocab_size=512, context_length=2048),
                         datasets=[DatasetReport(name="a", rows=10, usable_rows=9, prompt_tokens=400,
-                                                skipped_by_reason={"bad_json": 1}, budget_tokens=100,
-                                                expected_response_tokens=1800)])
+                                                skipped_by_reason={"bad_json": 1}, expected_response_tokens=1800)])
 
 
 def test_a_new_object_runs_its_preflight_before_asking_for_any_gpu():
@@ -33,50 +35,51 @@ def test_a_new_object_runs_its_preflight_before_asking_for_any_gpu():
     assert names(d.create, "Job") == ["x-preflight"]
     [job] = [o for o in d.create if o["kind"] == "Job"]
     assert "nvidia.com/gpu" not in str(job["spec"]["template"]["spec"]["containers"][0]["resources"])
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert d.status.phase == "Pending" and d.status.stage == "Preflight" and ready.reason == "Preflight"
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert d.status.phase == Phase.PENDING and d.status.stage == Stage.PREFLIGHT and ready.reason == Reason.PREFLIGHT
 
 
 def test_a_passed_preflight_starts_generation_and_its_findings_go_to_status():
-    preflight = JobState("x-preflight", "preflight", DIGEST, succeeded=True)
-    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": preflight}, preflight=FOUND)
-    assert d.status.stage == "Generating" and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
-    assert ("Normal", "PreflightPassed") in [(t, r) for t, r, _ in d.events]
+    preflight = JobState("x-preflight", Component.PREFLIGHT, DIGEST, succeeded=True)
+    d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": preflight}, preflight=FOUND)
+    assert d.status.stage == Stage.GENERATING and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
+    assert ("Normal", Reason.PREFLIGHT_PASSED) in [(t, r) for t, r, _ in d.events]
     assert d.status.preflight.model.hidden_size == 64 and d.status.preflight.datasets[0].usable_rows == 9
     assert d.status.estimate.rate_basis == "expected" and d.status.estimate.generation_ends is None
-    assert {c.type: c.status for c in d.status.conditions}["BudgetsReachable"] == "True"
+    assert {c.type: c.status for c in d.status.conditions}[ConditionType.BUDGETS_REACHABLE] == "True"
 
 
 def test_a_failed_preflight_fails_the_run_naming_what_it_found():
-    failed = JobState("x-preflight", "preflight", DIGEST, failed=True, failure_reason="PodFailurePolicy")
+    failed = JobState("x-preflight", Component.PREFLIGHT, DIGEST, failed=True, failure_reason=Reason.POD_FAILURE_POLICY)
     found = FOUND.model_copy(update={"problem": Problem(where="/models/tiny/config.json", message="not found")})
-    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": failed}, preflight=found)
-    failure = {c.type: c for c in d.status.conditions}["Failed"]
-    assert d.status.phase == "Failed" and failure.reason == "PreflightFailed"
+    d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": failed}, preflight=found)
+    failure = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]
+    assert d.status.phase == Phase.FAILED and failure.reason == Reason.PREFLIGHT_FAILED
     assert "preflight: /models/tiny/config.json: not found" in failure.message and not names(d.create, "Job")
 
 
 def test_a_preflight_of_an_older_spec_is_run_again_and_does_not_fail_the_new_one():
-    stale = JobState("x-preflight", "preflight", "old-digest", failed=True, failure_reason="PodFailurePolicy")
-    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": stale})
-    assert d.delete_jobs == ["x-preflight"] and d.status.phase == "Pending"
+    stale = JobState("x-preflight", Component.PREFLIGHT, "old-digest", failed=True, failure_reason=Reason.POD_FAILURE_POLICY)
+    d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": stale})
+    assert d.delete_jobs == ["x-preflight"] and d.status.phase == Phase.PENDING
 
 
 def test_a_budget_out_of_reach_of_its_rows_is_a_warning_not_a_failure():
     short = FOUND.model_copy(update={"datasets": [FOUND.datasets[0].model_copy(update={"expected_response_tokens": 60})]})
     d = run(jobs=gen_jobs(active=1), preflight=short)
-    reach = {c.type: c for c in d.status.conditions}["BudgetsReachable"]
-    assert reach.status == "False" and reach.reason == "BudgetOutOfReach"
+    reach = {c.type: c for c in d.status.conditions}[ConditionType.BUDGETS_REACHABLE]
+    assert reach.status == "False" and reach.reason == Reason.BUDGET_OUT_OF_REACH
     assert reach.message == ("a: 9 usable rows x about 7 tokens (prior) may give about 60 tokens of its 100: "
                              "it will be Exhausted at about 60 tokens")
-    assert ("Warning", "BudgetOutOfReach") in [(t, r) for t, r, _ in d.events] and d.status.phase != "Failed"
+    assert ("Warning", Reason.BUDGET_OUT_OF_REACH) in [(t, r) for t, r, _ in d.events]
+    assert d.status.phase != Phase.FAILED
 
 
 def names(objs, kind=None):
     return sorted(o["metadata"]["name"] for o in objs if kind is None or o["kind"] == kind)
 
 
-def report(replica, tokens, state="Generating"):
+def report(replica, tokens, state=DatasetState.GENERATING):
     return progress(replica, replicas=2, updated_at=1.0, a=dataset_progress(tokens, state=state))
 
 
@@ -88,16 +91,16 @@ def test_past_its_preflight_an_object_gets_its_setup_and_one_generation_job_per_
     d = run()
     assert names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"} <= {o["kind"] for o in d.create}
-    assert d.status.phase == "Pending" and d.status.estimate.response_tokens == 100
-    assert {c.type: c.reason for c in d.status.conditions}["Progressing"] == "WaitingForServers"
+    assert d.status.phase == Phase.PENDING and d.status.estimate.response_tokens == 100
+    assert {c.type: c.reason for c in d.status.conditions}[ConditionType.PROGRESSING] == Reason.WAITING_FOR_SERVERS
 
 
 def test_budget_met_over_replicas_deletes_generation_jobs_and_says_why():
     d = run(jobs=gen_jobs(active=1), reports={0: report(0, 60), 1: report(1, 50)})
     assert d.delete_jobs == ["x-gen-r000", "x-gen-r001"]
-    assert ("Normal", "BudgetsMet") in [(t, r) for t, r, _ in d.events]
-    assert d.status.phase == "Merging" and d.status.datasets[0].state == "BudgetMet"
-    assert {c.type: c.reason for c in d.status.conditions}["Progressing"] == "BudgetsMet"
+    assert ("Normal", Reason.BUDGETS_MET) in [(t, r) for t, r, _ in d.events]
+    assert d.status.phase == Phase.MERGING and d.status.datasets[0].state == DatasetState.BUDGET_MET
+    assert {c.type: c.reason for c in d.status.conditions}[ConditionType.PROGRESSING] == Reason.BUDGETS_MET
     assert not names(d.create, "Job")  # the merge waits until the generation pods are gone
 
 
@@ -105,24 +108,24 @@ def test_suspend_deletes_running_jobs_and_creates_none():
     spec = SPEC.model_copy(update={"suspend": True})
     d = run(spec=spec, jobs=gen_jobs(active=1), reports={0: report(0, 10)})
     assert d.delete_jobs == ["x-gen-r000", "x-gen-r001"] and not names(d.create, "Job")
-    assert d.status.phase == "Suspended"
+    assert d.status.phase == Phase.SUSPENDED
 
 
 def test_a_missing_claim_is_a_condition_and_no_job_is_created():
     d = run(missing_claims=("data",))
-    assert not names(d.create, "Job") and d.status.phase == "Pending"
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert ready.reason == "VolumeMissing" and "PersistentVolumeClaim data not found" in ready.message
+    assert not names(d.create, "Job") and d.status.phase == Phase.PENDING
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert ready.reason == Reason.VOLUME_MISSING and "PersistentVolumeClaim data not found" in ready.message
 
 
 def test_a_failed_job_fails_the_object_with_the_pods_own_words_and_it_stays_failed():
-    jobs = gen_jobs(failed=True, failure_reason="PodFailurePolicy", failure_message="exit code 2")
+    jobs = gen_jobs(failed=True, failure_reason=Reason.POD_FAILURE_POLICY, failure_message="exit code 2")
     d = run(jobs=jobs, reports={0: progress(0, replicas=2, error="tokenizer_path /models/m: no such directory")})
-    failed = {c.type: c for c in d.status.conditions}["Failed"]
-    assert d.status.phase == "Failed" and failed.reason == "GenerationJobFailed"
+    failed = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]
+    assert d.status.phase == Phase.FAILED and failed.reason == Reason.GENERATION_JOB_FAILED
     assert "exit code 2" in failed.message and "no such directory" in failed.message
     again = run(previous=d.status, jobs={})
-    assert again.status.phase == "Failed" and not names(again.create, "Job")
+    assert again.status.phase == Phase.FAILED and not names(again.create, "Job")
 
 
 def test_nothing_changed_means_the_same_status():
@@ -143,9 +146,10 @@ def test_a_new_object_claims_its_output_folder_before_any_job():
 def test_a_folder_owned_by_another_object_runs_nothing_and_says_whose_it_is():
     d = run(output_owner="first", jobs=gen_jobs(active=1))
     assert not names(d.create, "Job") and not d.delete_jobs  # not even its own Jobs' data is touched
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert d.status.phase == "Pending" and ready.reason == "OutputInUse" and "DatasetGeneration first" in ready.message
-    assert [r for _, r, _ in d.events] == ["OutputInUse"]
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert d.status.phase == Phase.PENDING and ready.reason == Reason.OUTPUT_IN_USE
+    assert "DatasetGeneration first" in ready.message
+    assert [r for _, r, _ in d.events] == [Reason.OUTPUT_IN_USE]
     again = run(previous=d.status, output_owner="first")
     assert not again.events  # said once
 
@@ -153,8 +157,8 @@ def test_a_folder_owned_by_another_object_runs_nothing_and_says_whose_it_is():
 def test_waiting_for_servers_says_how_many_pods_exist_are_scheduled_and_ready():
     pods = (PodState("x-gen-r000-a", 0, scheduled=True),)
     d = run(jobs=gen_jobs(active=1), pods=pods)
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert ready.reason == "WaitingForServers"
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert ready.reason == Reason.WAITING_FOR_SERVERS
     assert ready.message.startswith("1 of 2 generation pods exist, 1 scheduled, 0 ready")
     assert d.status.ready_replicas == 0
 
@@ -163,11 +167,11 @@ def test_half_the_replicas_refused_by_a_quota_is_said_on_the_object_and_the_run_
     pods = (PodState("x-gen-r000-a", 0, scheduled=True, ready=True),)
     refused = {"x-gen-r001": 'pods "x-gen-r001-b" is forbidden: exceeded quota: gpus'}
     d = run(jobs=gen_jobs(active=1), pods=pods, refused_pods=refused, reports={0: report(0, 10)})
-    capacity = {c.type: c for c in d.status.conditions}["Capacity"]
-    assert d.status.phase == "Generating" and d.status.ready_replicas == 1
-    assert capacity.status == "False" and capacity.reason == "PodsRefused"
+    capacity = {c.type: c for c in d.status.conditions}[ConditionType.CAPACITY]
+    assert d.status.phase == Phase.GENERATING and d.status.ready_replicas == 1
+    assert capacity.status == "False" and capacity.reason == Reason.PODS_REFUSED
     assert capacity.message.startswith("1 of 2 generation replicas ready; replica 1: PodsRefused: pods")
-    assert ("Warning", "PodsRefused") in [(t, r) for t, r, _ in d.events]
+    assert ("Warning", Reason.PODS_REFUSED) in [(t, r) for t, r, _ in d.events]
     again = run(previous=d.status, jobs=gen_jobs(active=1), pods=pods, refused_pods=refused,
                 reports={0: report(0, 10)})
     assert not again.events  # said once
@@ -176,30 +180,31 @@ def test_half_the_replicas_refused_by_a_quota_is_said_on_the_object_and_the_run_
 def test_pods_refused_by_pod_security_fail_the_run_quoting_the_admission():
     refused = {"x-gen-r000": 'pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged'}
     d = run(jobs=gen_jobs(active=0), pods=(), refused_pods=refused)
-    failed = {c.type: c for c in d.status.conditions}["Failed"]
-    assert d.status.phase == "Failed" and failed.reason == "PodsRefused" and "PodSecurity" in failed.message
+    failed = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]
+    assert d.status.phase == Phase.FAILED and failed.reason == Reason.PODS_REFUSED and "PodSecurity" in failed.message
 
 
 def test_a_merge_job_held_in_a_queue_says_which_queue_since_when_and_kueues_words():
-    merge = JobState("x-merge", "merge", suspended=True, suspended_since="2026-12-01T10:00:00Z", queue="cpu-batch")
-    previous = DatasetGenerationStatus(stage="Merging", phase="Merging")
-    d = run(previous=previous, jobs={"x-merge": merge}, reports={0: report(0, 60, "BudgetMet"), 1: report(1, 50, "BudgetMet")},
+    merge = JobState("x-merge", Component.MERGE, suspended=True, suspended_since="2026-12-01T10:00:00Z", queue="cpu-batch")
+    previous = DatasetGenerationStatus(stage=Stage.MERGING, phase=Phase.MERGING)
+    met = {0: report(0, 60, DatasetState.BUDGET_MET), 1: report(1, 50, DatasetState.BUDGET_MET)}
+    d = run(previous=previous, jobs={"x-merge": merge}, reports=met,
             queue_waits={"x-merge": "insufficient unused quota for cpu in flavor default, 2 more needed"})
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert d.status.phase == "Merging" and ready.reason == "Queued"
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert d.status.phase == Phase.MERGING and ready.reason == Reason.QUEUED
     assert ready.message == ("its Job x-merge is queued in Kueue LocalQueue cpu-batch since 2026-12-01T10:00:00Z: "
                              "insufficient unused quota for cpu in flavor default, 2 more needed")
 
 
 def test_a_preflight_whose_pods_pod_security_refuses_fails_the_run_quoting_it():
     psa = 'pods "x-preflight-abc" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'
-    job = JobState("x-preflight", "preflight", DIGEST)
-    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": job},
+    job = JobState("x-preflight", Component.PREFLIGHT, DIGEST)
+    d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": job},
             refused_pods={"x-preflight": psa}, pods=())
-    failure = {c.type: c for c in d.status.conditions}["Failed"]
-    assert d.status.phase == "Failed" and failure.reason == "PodsRefused" and "violates PodSecurity" in failure.message
+    failure = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]
+    assert d.status.phase == Phase.FAILED and failure.reason == Reason.PODS_REFUSED and "violates PodSecurity" in failure.message
     quota = 'pods "x-preflight-abc" is forbidden: exceeded quota: cpu'
-    d = run(previous=DatasetGenerationStatus(stage="Preflight"), jobs={"x-preflight": job},
+    d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": job},
             refused_pods={"x-preflight": quota}, pods=())
-    ready = {c.type: c for c in d.status.conditions}["Ready"]
-    assert d.status.phase == "Pending" and ready.reason == "PodsRefused" and "exceeded quota" in ready.message
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert d.status.phase == Phase.PENDING and ready.reason == Reason.PODS_REFUSED and "exceeded quota" in ready.message

@@ -6,8 +6,10 @@ from __future__ import annotations
 from draftgen_contracts.states import Phase
 
 from .api import DatasetGenerationStatus
-from .conditions import set_condition
+from .conditions import set_blocked, set_failed, set_progressing, set_ready
 from .policies.api_error_policy import ApiError, is_permanent, reason_of
+from .policies.phase_policy import ShownPhase
+from .reasons import Explanation
 
 
 def with_refusals(status: DatasetGenerationStatus, refused: list[tuple[ApiError, float]], now: str,
@@ -18,16 +20,11 @@ def with_refusals(status: DatasetGenerationStatus, refused: list[tuple[ApiError,
     c = status.conditions
     permanent = [e for e, _ in refused if is_permanent(e)]
     if permanent:
-        first = permanent[0]
-        reason, message = reason_of(first), first.says()
-        c = set_condition(c, "Failed", True, reason, message, now, generation)
-        c = set_condition(c, "Ready", False, reason, message, now, generation)
-        c = set_condition(c, "Progressing", False, reason, message, now, generation)
-        c = set_condition(c, "Blocked", False, "NotBlocked", "", now, generation)
-        return status.model_copy(update={"phase": Phase.FAILED, "conditions": c})
-    if refused:
-        message = "; ".join(f"{e.says()} (trying again in {wait:.0f} s)" for e, wait in refused)
-        c = set_condition(c, "Blocked", True, reason_of(refused[0][0]), message, now, generation)
-    else:
-        c = set_condition(c, "Blocked", False, "NotBlocked", "", now, generation)
+        failed = ShownPhase(Phase.FAILED, reason_of(permanent[0]), permanent[0].says())
+        for setter in (set_failed, set_ready, set_progressing):
+            c = setter(c, failed, now, generation)
+        c = set_blocked(c, None, now, generation)
+        return status.model_copy(update={"phase": failed.phase, "conditions": c})
+    message = "; ".join(f"{e.says()} (trying again in {wait:.0f} s)" for e, wait in refused)
+    c = set_blocked(c, Explanation(reason_of(refused[0][0]), message) if refused else None, now, generation)
     return status.model_copy(update={"conditions": c})

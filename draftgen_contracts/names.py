@@ -20,6 +20,9 @@ SHORT_NAME = "dsgen"
 MAX_NAME_LENGTH = 45
 # A DNS subdomain, as the API server checks metadata.name.
 NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+# A dataset's name, in the spec and in the generate config alike: a DNS label of at most 40, so it
+# is safe as a folder of the output (generate/<dataset>/), in every sample id and in a label value.
+DATASET_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
 
 # --- labels and annotations on children ---------------------------------------------------------------
 

@@ -1,22 +1,35 @@
-"""The preflight's findings as its readers need them (jobrunner.preflight writes the whole document;
-the operator and the local runner read this much of it): the model's facts, each dataset's rows and
-reach, and the problem that makes the run impossible, if any. In a cluster it is the `preflight.json`
-key of the run's preflight ConfigMap; locally and on the volume, `<output root>/preflight.json`."""
+"""The preflight's findings: the model's facts, each dataset's rows and reach, and the problem that
+makes the run impossible, if any (docs/preflight.md).
+
+One model for the writer and every reader. jobrunner.preflight builds it, adding what only people
+read (the tokenizer, each dataset's file, prompt lengths and shapes; its own subclasses of these
+models), and writes it as `preflight.json`: in a cluster the key of the run's preflight ConfigMap,
+locally and on the volume `<output root>/preflight.json`, snake_case. The operator and the local
+runner parse this much of it, and the status shows it (`status.preflight`, camelCase, by these
+same models: draftgen.api.Preflight), so the fields have both spellings and either parses.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
-from .progress import _Document, parse_document
+from .progress import parse_document
 
 # The response length assumed of a row before any response of its dataset exists: this share of its
 # max new tokens (the estimate replaces it with the dataset's measured mean once responses exist).
 PRIOR_RESPONSE_FRACTION = 0.5
 
 
-class ModelReport(_Document):
+class _Findings(BaseModel):
+    # Readers ignore fields they do not know (the writer's details, a newer writer's fields). No
+    # docstrings on the models below: the CRD would show them as the status fields' descriptions.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class ModelReport(_Findings):
     architecture: str = ""
     hidden_size: int = 0
     num_layers: int = 0
@@ -24,26 +37,25 @@ class ModelReport(_Document):
     context_length: int | None = None
 
 
-class DatasetReport(_Document):
+class DatasetReport(_Findings):
     name: str
     rows: int = 0
     usable_rows: int = 0
     prompt_tokens: int = 0
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
-    budget_tokens: int = 0
-    expected_response_tokens: int = 0  # usable rows x PRIOR_RESPONSE_FRACTION of each row's max new tokens
-    budget_reachable: bool = True
+    expected_response_tokens: int = Field(0, description=(
+        "Usable rows x the stated prior (half of each row's max new tokens): what the rows may give."))
 
 
-class Problem(_Document):
-    where: str
+class Problem(_Findings):
+    where: str  # the file, and the row and field when a row is to blame
     message: str
 
     def says(self) -> str:
         return f"{self.where}: {self.message}"
 
 
-class PreflightReport(_Document):
+class PreflightReport(_Findings):
     model: ModelReport | None = None
     datasets: list[DatasetReport] = Field(default_factory=list)
     problem: Problem | None = None

@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from draftgen_contracts import names
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
+from draftgen_contracts.replica_status import parse_replicas
 from draftgen_contracts.states import DATASET_DONE
 
 log = logging.getLogger("jobrunner.coordination")
@@ -50,13 +51,10 @@ class EveryDataset(frozenset):
 def peers_in_status(status: dict, replica: int) -> dict[str, dict[int, DatasetProgress]]:
     """Per dataset, the other replicas' entries as the status folded them (status.replicas[].datasets)."""
     found: dict[str, dict[int, DatasetProgress]] = {}
-    for folded in status.get("replicas") or []:
-        if folded.get("index") == replica:
-            continue
-        for d in folded.get("datasets") or []:
-            found.setdefault(d["name"], {})[folded["index"]] = DatasetProgress(
-                state=d.get("state", "Pending"), completion_tokens=d.get("tokens", 0),
-                budget_tokens=d.get("budgetTokens", 0), settled=d.get("settled", False))
+    for folded in parse_replicas(status):
+        if folded.index != replica:
+            for d in folded.datasets:
+                found.setdefault(d.name, {})[folded.index] = d.as_progress()
     return found
 
 

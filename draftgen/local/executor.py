@@ -15,17 +15,17 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from draftgen import api, plan
+from draftgen.conditions import ConditionType, condition
 from draftgen.observed import World
 from draftgen.policies.failure_policy import STAGE_REASONS
+from draftgen.reasons import Reason
 from draftgen.reconcile import Decision, decide
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.generate_config import CoordinationConfig
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_contracts.timestamps import utc_now_iso
-from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
 from jobrunner.output import record_files
 
@@ -75,8 +75,8 @@ class LocalExecutor:
             self.spec, server_url=server_url or f"http://127.0.0.1:{spec.server.port}",
             output_root=str(self.output_root), tokenizer_path=local_path(spec.model.tokenizer_path(), self.mounts),
             dataset_paths={d.name: local_path(plan.dataset_path(spec, d), self.mounts) for d in spec.datasets},
-            coordination={"kind": "file"}, run_id=name, progress_interval_s=PROGRESS_INTERVAL_S)
-        self.coordination_dir = parse_config(self.generate_config, "the generate config").coordination_directory()
+            coordination=CoordinationConfig(kind="file"), run_id=name, progress_interval_s=PROGRESS_INTERVAL_S)
+        self.coordination_dir = self.generate_config.coordination_directory()
         self.coordination: FileCoordinator | None = None  # made (with its folder) once the run may start
         self.server = GenerationServer(self.spec, local_path(spec.model.checkpoint_path(), self.mounts),
                                        self.run_dir / "simulator.log", server_url, self.say)
@@ -97,7 +97,7 @@ class LocalExecutor:
         found = (names.replica_of_part_file(p.name) for p in record_files(self.output_root))
         others = sorted({r for r in found if r})
         if others:
-            raise RunRefused("generate", f"{self.output_root} holds the output of replicas {others} of a run with "
+            raise RunRefused(Component.GENERATE, f"{self.output_root} holds the output of replicas {others} of a run with "
                                          "more replicas; this machine runs replica 0 of 1 and would generate their "
                                          "rows again: use another output.path")
 
@@ -105,7 +105,7 @@ class LocalExecutor:
         """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""
         model = Path(local_path(self.spec.model.checkpoint_path(), self.mounts))
         if self.spec.extraction.enabled and not model.is_dir():
-            raise RunRefused("extract", f"the model checkpoint {model} is not a directory "
+            raise RunRefused(Component.EXTRACT, f"the model checkpoint {model} is not a directory "
                                         "(spec.model.path under --model-dir)")
 
     # ---- the loop ------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ class LocalExecutor:
         except ServerFailed as e:
             for job in self.jobs.values():
                 if job.component == Component.GENERATE and job.outcome == "running":
-                    job.fail("ServerFailed", str(e))
+                    job.fail(Reason.SERVER_FAILED, str(e))
 
     def wait_for_news(self) -> None:
         """Until a child exits, a signal comes, or a tick passes (the next progress report)."""
@@ -210,7 +210,7 @@ class LocalExecutor:
         try:
             job.argv = self.command_of(component)
         except ServerFailed as e:
-            job.fail("ServerFailed", str(e))
+            job.fail(Reason.SERVER_FAILED, str(e))
             return
         self.say(f"{component}: started, log {log}")
         job.start()
@@ -219,7 +219,7 @@ class LocalExecutor:
         """The Job's command line here: the plan's, with local paths."""
         config = self.run_dir / "generate.yaml"
         if component in (Component.PREFLIGHT, Component.GENERATE):
-            config.write_text(yaml.safe_dump(self.generate_config, sort_keys=False))
+            config.write_text(plan.config_text(self.generate_config))
         if component == Component.PREFLIGHT:
             model = local_path(self.spec.model.checkpoint_path(), self.mounts)
             return [*JOBRUNNER, *plan.preflight_command(str(config), model,
@@ -241,7 +241,7 @@ class LocalExecutor:
         if generating or before.stage in (None, Stage.GENERATING):
             view.show(status.datasets, status.estimate, final=not generating)
         if status.phase != before.phase:
-            ready = next((c for c in status.conditions if c.type == "Ready"), None)
+            ready = condition(status.conditions, ConditionType.READY)
             detail = f" ({ready.reason}): {ready.message}" if ready else ""
             self.say(f"phase {status.phase}{detail}")
 
@@ -251,12 +251,12 @@ class LocalExecutor:
                 if component not in self.started and (component != Component.EXTRACT or self.spec.extraction.enabled):
                     self.say(f"{component}: done already (stored output), skipped")
             return self.report()
-        failed = next(c for c in status.conditions if c.type == "Failed")
-        component = COMPONENT_OF_REASON.get(failed.reason, "generate")
+        failed = condition(status.conditions, ConditionType.FAILED)
+        component = COMPONENT_OF_REASON.get(failed.reason, Component.GENERATE)
         log = self.run_dir / f"{component}.log"
         print(f"draftgen run: {component} failed: {failed.message}\nthe end of {log}:\n{log_tail(log)}",
               file=self.err, flush=True)
-        bad_config = any(j.failure_reason == "PodFailurePolicy" for j in self.jobs.values())
+        bad_config = any(j.failure_reason == Reason.POD_FAILURE_POLICY for j in self.jobs.values())
         return exit_codes.BAD_CONFIG if bad_config else exit_codes.FAILED
 
     def report(self) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
 from draftgen.observed import JobState
+from draftgen_contracts.states import Phase
 from jobrunner.atomic import write_json_atomically
 
 STATE_FILE = "state.json"
@@ -36,7 +37,7 @@ def spec_digest(spec: DatasetGenerationSpec) -> str:
 def next_generation(previous: RunState, digest: str) -> int:
     """The generation this run observes: a new one when the spec changed, and when the last run
     failed (running again after a failure is re-applying the object: the failure is not sticky)."""
-    if previous.generation and previous.spec_digest == digest and previous.status.phase != "Failed":
+    if previous.generation and previous.spec_digest == digest and previous.status.phase != Phase.FAILED:
         return previous.generation
     return previous.generation + 1
 

@@ -1,11 +1,12 @@
 from draftgen.api import DatasetGenerationStatus
 from draftgen.local.state import RunState, StateFile, next_generation
+from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_dev.builders import JobBuilder
 
 
 def test_the_state_survives_a_round_trip(tmp_path):
-    state = RunState(3, "abc", DatasetGenerationStatus(phase="Merging", stage="Merging"),
-                     {"x-merge": JobBuilder("x-merge", "merge").config_hash("h").succeeded().state()})
+    state = RunState(3, "abc", DatasetGenerationStatus(phase=Phase.MERGING, stage=Stage.MERGING),
+                     {"x-merge": JobBuilder("x-merge", Component.MERGE).config_hash("h").succeeded().state()})
     StateFile(tmp_path / "state.json").save(state)
     assert StateFile(tmp_path / "state.json").load() == state
 
@@ -26,8 +27,8 @@ def test_no_state_or_an_unreadable_one_starts_afresh(tmp_path):
 
 
 def test_a_rerun_observes_a_new_generation_only_when_the_spec_changed_or_the_run_failed():
-    done = RunState(2, "abc", DatasetGenerationStatus(phase="Succeeded"))
+    done = RunState(2, "abc", DatasetGenerationStatus(phase=Phase.SUCCEEDED))
     assert next_generation(RunState(), "abc") == 1
     assert next_generation(done, "abc") == 2
     assert next_generation(done, "def") == 3
-    assert next_generation(RunState(2, "abc", DatasetGenerationStatus(phase="Failed")), "abc") == 3
+    assert next_generation(RunState(2, "abc", DatasetGenerationStatus(phase=Phase.FAILED)), "abc") == 3

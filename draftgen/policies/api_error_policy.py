@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draftgen.reasons import Reason
+
 BACKOFF_FIRST_S = 2.0
 BACKOFF_MAX_S = 60.0
 
@@ -39,13 +41,13 @@ def is_permanent(error: ApiError) -> bool:
     return error.status == 403 and "admission webhook" in error.message and "denied" in error.message
 
 
-def reason_of(error: ApiError) -> str:
+def reason_of(error: ApiError) -> Reason:
     """The condition reason for a refused write."""
     if is_permanent(error):
-        return "AdmissionDenied" if error.status == 403 else "ChildInvalid"
+        return Reason.ADMISSION_DENIED if error.status == 403 else Reason.CHILD_INVALID
     if error.status == 403:
-        return "QuotaExceeded" if "exceeded quota" in error.message else "Forbidden"
-    return {409: "Conflict", 429: "Throttled"}.get(error.status, "ApiUnavailable")
+        return Reason.QUOTA_EXCEEDED if "exceeded quota" in error.message else Reason.FORBIDDEN
+    return {409: Reason.CONFLICT, 429: Reason.THROTTLED}.get(error.status, Reason.API_UNAVAILABLE)
 
 
 def backoff_s(failures: int) -> float:

@@ -1,6 +1,7 @@
 import pytest
 
 from draftgen.policies.api_error_policy import ApiError, backoff_s, is_permanent, reason_of
+from draftgen.reasons import Reason
 
 
 def error(status, message="") -> ApiError:
@@ -8,16 +9,16 @@ def error(status, message="") -> ApiError:
 
 
 @pytest.mark.parametrize("status,message,permanent,reason", [
-    (422, 'Job.batch "x" is invalid: metadata.labels: Invalid value: "gpu batch"', True, "ChildInvalid"),
-    (400, "bad request", True, "ChildInvalid"),
-    (403, 'admission webhook "vjob.kb.io" denied the request: nope', True, "AdmissionDenied"),
-    (403, 'jobs "x" is forbidden: exceeded quota: gpus, requested: nvidia.com/gpu=8', False, "QuotaExceeded"),
+    (422, 'Job.batch "x" is invalid: metadata.labels: Invalid value: "gpu batch"', True, Reason.CHILD_INVALID),
+    (400, "bad request", True, Reason.CHILD_INVALID),
+    (403, 'admission webhook "vjob.kb.io" denied the request: nope', True, Reason.ADMISSION_DENIED),
+    (403, 'jobs "x" is forbidden: exceeded quota: gpus, requested: nvidia.com/gpu=8', False, Reason.QUOTA_EXCEEDED),
     (403, 'jobs.batch is forbidden: User "system:serviceaccount:ns:op" cannot create resource "jobs"', False,
-     "Forbidden"),
-    (409, "the object has been modified", False, "Conflict"),
-    (429, "too many requests", False, "Throttled"),
-    (503, "etcdserver: leader changed", False, "ApiUnavailable"),
-    (0, "connection refused", False, "ApiUnavailable"),
+     Reason.FORBIDDEN),
+    (409, "the object has been modified", False, Reason.CONFLICT),
+    (429, "too many requests", False, Reason.THROTTLED),
+    (503, "etcdserver: leader changed", False, Reason.API_UNAVAILABLE),
+    (0, "connection refused", False, Reason.API_UNAVAILABLE),
 ])
 def test_what_can_never_succeed_is_permanent_and_the_rest_is_waited_out(status, message, permanent, reason):
     assert is_permanent(error(status, message)) is permanent

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from draftgen_contracts import names
 
+from .. import reasons
 from ..observed import JobState, PodState
+from ..reasons import Explanation, Reason
 
 PERMANENT_REFUSALS = ("violates PodSecurity",)
 
@@ -28,12 +30,12 @@ def refused_for_good(message: str) -> bool:
 @dataclass(frozen=True)
 class ReplicaWait:
     replica: int
-    reason: str  # Queued, PodsRefused, Unschedulable, ErrImagePull, ..., Starting
+    reason: str  # a Reason (Queued, PodsRefused, Starting), or Kubernetes' own (Unschedulable, ErrImagePull, ...)
     message: str
 
     @property
     def permanent(self) -> bool:
-        return self.reason == "PodsRefused" and refused_for_good(self.message)
+        return self.reason == Reason.PODS_REFUSED and refused_for_good(self.message)
 
 
 @dataclass(frozen=True)
@@ -50,18 +52,14 @@ class Capacity:
 
     def first_block(self) -> ReplicaWait | None:
         """The first replica waiting on something other than its own start; None when none is."""
-        return next((w for w in self.waits if w.reason != "Starting"), None)
+        return next((w for w in self.waits if w.reason != Reason.STARTING), None)
 
     def why_not(self) -> str:
         return "; ".join(f"replica {w.replica}: {w.reason}: {w.message}" for w in self.waits)
 
 
-def queued_message(job: JobState, kueue_says: str = "") -> str:
-    """What a suspended Job waits for: its queue, since when, and Kueue's own words when known."""
-    if not job.queue:
-        return f"its Job {job.name} is suspended since {job.suspended_since} until a queue admits it"
-    why = f": {kueue_says}" if kueue_says else ""
-    return f"its Job {job.name} is queued in Kueue LocalQueue {job.queue} since {job.suspended_since}{why}"
+def job_queued(job: JobState, kueue_says: str = "") -> Explanation:
+    return reasons.queued(job.name, job.queue, job.suspended_since, kueue_says)
 
 
 def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_pods: dict[str, str],
@@ -77,15 +75,20 @@ def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_po
         stuck = next((p for p in mine if p.problem_reason), None)
         state = (jobs or {}).get(job)
         if state is not None and state.suspended and not state.deleting and not mine:
-            waits.append(ReplicaWait(r, "Queued", queued_message(state, (queue_waits or {}).get(job, ""))))
+            waits.append(ReplicaWait(r, *job_queued(state, (queue_waits or {}).get(job, ""))))
         elif stuck is not None:
             waits.append(ReplicaWait(r, stuck.problem_reason, stuck.problem_message))
         elif refused and not mine:
-            waits.append(ReplicaWait(r, "PodsRefused", refused))
+            waits.append(ReplicaWait(r, Reason.PODS_REFUSED, refused))
         else:
-            waits.append(ReplicaWait(r, "Starting", "its pod is being created" if not mine else
-                                     "its server is loading the model" if all(p.scheduled for p in mine)
-                                     else "its pod waits for the scheduler"))
+            waits.append(ReplicaWait(r, *starting(mine)))
     return Capacity(requested=replicas, pods=len({p.replica for p in live}),
                     scheduled=len({p.replica for p in live if p.scheduled}),
                     ready=len({p.replica for p in live if p.ready}), waits=tuple(waits))
+
+
+def starting(pods: list[PodState]) -> Explanation:
+    """A replica waiting for nothing but time: how far its start is."""
+    if not pods:
+        return reasons.POD_BEING_CREATED
+    return reasons.SERVER_LOADING if all(p.scheduled for p in pods) else reasons.AWAITING_SCHEDULER

@@ -1,7 +1,8 @@
 from dataclasses import replace
 
 from draftgen.observed import PodState, job_state_from, pod_state_from
-from draftgen.policies.capacity_policy import capacity_of, queued_message
+from draftgen.policies.capacity_policy import capacity_of, job_queued
+from draftgen.reasons import Reason
 
 QUOTA = 'pods "x-gen-r001-abc" is forbidden: exceeded quota: gpus, requested: nvidia.com/gpu=8, used: 8, limited: 8'
 PSA = 'pods "x-gen-r000-abc" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'
@@ -12,7 +13,7 @@ def test_every_replica_not_ready_is_explained_by_the_clusters_own_words():
     cap = capacity_of("x", 2, pods, {"x-gen-r001": QUOTA})
     assert (cap.requested, cap.pods, cap.scheduled, cap.ready) == (2, 1, 1, 1)
     [wait] = cap.waits
-    assert wait.replica == 1 and wait.reason == "PodsRefused" and "exceeded quota" in wait.message
+    assert wait.replica == 1 and wait.reason == Reason.PODS_REFUSED and "exceeded quota" in wait.message
     assert not wait.permanent  # a quota may free up
     assert cap.counts() == "1 of 2 generation pods exist, 1 scheduled, 1 ready"
 
@@ -29,7 +30,15 @@ def test_a_pod_that_exists_says_what_it_waits_for():
     waits = capacity_of("x", 2, (unschedulable, starting), {}).waits
     assert [(w.reason, w.message) for w in waits] == [
         ("Unschedulable", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."),
-        ("Starting", "its server is loading the model")]
+        (Reason.STARTING, "its server is loading the model")]
+
+
+def test_a_replica_waiting_only_for_time_says_how_far_its_start_is():
+    waits = capacity_of("x", 3, (PodState("p", 1), PodState("q", 2, scheduled=True)), {}).waits
+    assert [(w.reason, w.message) for w in waits] == [
+        (Reason.STARTING, "its pod is being created"), (Reason.STARTING, "its pod waits for the scheduler"),
+        (Reason.STARTING, "its server is loading the model")]
+    assert capacity_of("x", 3, (), {}).first_block() is None  # time alone blocks nothing
 
 
 def test_pod_state_reads_the_scheduler_and_the_kubelet():
@@ -60,8 +69,8 @@ def test_a_job_waiting_in_a_queue_says_so_not_that_its_pod_is_coming():
                                                      "lastTransitionTime": "2026-12-01T10:00:01Z"}]}})
     kueue = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"
     [wait] = capacity_of("x", 1, (), {}, {job.name: job}, {job.name: kueue}).waits
-    assert wait.reason == "Queued" and not wait.permanent
+    assert wait.reason == Reason.QUEUED and not wait.permanent
     assert wait.message == ("its Job x-gen-r000 is queued in Kueue LocalQueue gpu-batch since 2026-12-01T10:00:01Z: "
                             + kueue)
     unqueued = replace(job, queue="")
-    assert queued_message(unqueued) == "its Job x-gen-r000 is suspended since 2026-12-01T10:00:01Z until a queue admits it"
+    assert job_queued(unqueued) == (Reason.QUEUED, "its Job x-gen-r000 is suspended since 2026-12-01T10:00:01Z until a queue admits it")

@@ -11,10 +11,12 @@ goes while suspended. A Job still being deleted counts as present, so its replac
 from __future__ import annotations
 
 from draftgen.observed import JobState
-from draftgen.policies.stage_policy import Stage
 from draftgen_contracts import names
+from draftgen_contracts.states import Component, Stage
 
-LATER_STAGES = {"generate": ("Generating",), "merge": ("Generating",), "extract": ("Generating", "Merging")}
+# The stages that come before each Job's own: the pipeline back in one makes the Job's output stale.
+STALE_IN = {Component.GENERATE: (Stage.GENERATING,), Component.MERGE: (Stage.GENERATING,),
+                  Component.EXTRACT: (Stage.GENERATING, Stage.MERGING)}
 
 
 def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_hash: str) -> list[str]:
@@ -24,32 +26,32 @@ def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_h
             continue
         if suspended and not job.succeeded:
             doomed.append(job.name)
-        elif job.component == "preflight" and job.config_hash != config_hash and not job.succeeded:
+        elif job.component == Component.PREFLIGHT and job.config_hash != config_hash and not job.succeeded:
             doomed.append(job.name)  # a preflight of an older spec (one that failed, say): the new one reruns it
-        elif job.component == "generate" and (stage != "Generating" or job.config_hash != config_hash):
+        elif job.component == Component.GENERATE and (stage != Stage.GENERATING or job.config_hash != config_hash):
             doomed.append(job.name)
-        elif job.component in ("merge", "extract") and stage in LATER_STAGES[job.component]:
+        elif job.component in (Component.MERGE, Component.EXTRACT) and stage in STALE_IN[job.component]:
             doomed.append(job.name)  # the pipeline went back before this Job's stage: its output is stale
     return sorted(doomed)
 
 
-def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState]) -> list[tuple[str, int]]:
+def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState]) -> list[tuple[Component, int]]:
     """(component, replica) of each Job the stage needs that does not exist yet. The merge waits until
     every generation pod is gone, so no response is appended after the merge read the output."""
     present = {j.name for j in jobs}
-    wanted: list[tuple[str, int, str]] = []
-    if stage == "Preflight":
-        wanted = [("preflight", 0, names.preflight_job_name(name))]
-    elif stage == "Generating":
-        wanted = [("generate", r, names.generation_job_name(name, r)) for r in range(replicas)]
-    elif stage == "Merging" and not any(j.component == "generate" for j in jobs):
-        wanted = [("merge", 0, names.merge_job_name(name))]
-    elif stage == "Extracting":
-        wanted = [("extract", 0, names.extract_job_name(name))]
+    wanted: list[tuple[Component, int, str]] = []
+    if stage == Stage.PREFLIGHT:
+        wanted = [(Component.PREFLIGHT, 0, names.preflight_job_name(name))]
+    elif stage == Stage.GENERATING:
+        wanted = [(Component.GENERATE, r, names.generation_job_name(name, r)) for r in range(replicas)]
+    elif stage == Stage.MERGING and not any(j.component == Component.GENERATE for j in jobs):
+        wanted = [(Component.MERGE, 0, names.merge_job_name(name))]
+    elif stage == Stage.EXTRACTING:
+        wanted = [(Component.EXTRACT, 0, names.extract_job_name(name))]
     return [(component, r) for component, r, job_name in wanted if job_name not in present]
 
 
 def generation_jobs_finished(jobs: list[JobState], replicas: int, config_hash: str) -> bool:
     """Every replica's generation Job of the current config succeeded: no prompts are left to send."""
-    done = [j for j in jobs if j.component == "generate" and j.succeeded and j.config_hash == config_hash]
+    done = [j for j in jobs if j.component == Component.GENERATE and j.succeeded and j.config_hash == config_hash]
     return len(done) >= replicas

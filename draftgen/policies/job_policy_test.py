@@ -1,37 +1,38 @@
 import pytest
 
 from draftgen.policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
+from draftgen_contracts.states import Component, Stage
 from draftgen_dev.builders import JobBuilder
 
 
 def gen(replica: int, digest: str = "h1") -> JobBuilder:
-    return JobBuilder(f"x-gen-r{replica:03d}", "generate").config_hash(digest)
+    return JobBuilder(f"x-gen-r{replica:03d}", Component.GENERATE).config_hash(digest)
 
 
-MERGED = JobBuilder("x-merge", "merge").succeeded().state()
-EXTRACTED = JobBuilder("x-extract", "extract").succeeded().state()
+MERGED = JobBuilder("x-merge", Component.MERGE).succeeded().state()
+EXTRACTED = JobBuilder("x-extract", Component.EXTRACT).succeeded().state()
 RUNNING = [gen(0).active().state(), gen(1).active().state()]
 
 
 @pytest.mark.parametrize("stage, suspended, jobs, digest, doomed", [
-    ("Merging", False, RUNNING, "h1", ["x-gen-r000", "x-gen-r001"]),  # generation over: the GPUs go at once
-    ("Generating", False, RUNNING, "h1", []),
-    ("Generating", False, RUNNING, "h2", ["x-gen-r000", "x-gen-r001"]),  # a stale config is replaced
-    ("Merging", True, [MERGED, JobBuilder("x-extract", "extract").active().state()], "h", ["x-extract"]),
-    ("Merging", False, [gen(0).deleting().state()], "h1", []),  # already going
-    ("Generating", False, [MERGED, EXTRACTED], "h", ["x-extract", "x-merge"]),  # reopened: later output is stale
-    ("Merging", False, [MERGED, EXTRACTED], "h", ["x-extract"]),
+    (Stage.MERGING, False, RUNNING, "h1", ["x-gen-r000", "x-gen-r001"]),  # generation over: the GPUs go at once
+    (Stage.GENERATING, False, RUNNING, "h1", []),
+    (Stage.GENERATING, False, RUNNING, "h2", ["x-gen-r000", "x-gen-r001"]),  # a stale config is replaced
+    (Stage.MERGING, True, [MERGED, JobBuilder("x-extract", Component.EXTRACT).active().state()], "h", ["x-extract"]),
+    (Stage.MERGING, False, [gen(0).deleting().state()], "h1", []),  # already going
+    (Stage.GENERATING, False, [MERGED, EXTRACTED], "h", ["x-extract", "x-merge"]),  # reopened: later output is stale
+    (Stage.MERGING, False, [MERGED, EXTRACTED], "h", ["x-extract"]),
 ])
 def test_jobs_to_delete(stage, suspended, jobs, digest, doomed):
     assert jobs_to_delete(stage, suspended, jobs, digest) == doomed
 
 
 @pytest.mark.parametrize("stage, jobs, wanted", [
-    ("Generating", [gen(1).active().state()], [("generate", 0)]),
-    ("Merging", [], [("merge", 0)]),
-    ("Merging", [gen(0).deleting().state()], []),  # the merge waits until the generation pods are gone
-    ("Extracting", [JobBuilder("x-extract", "extract").active().state()], []),
-    ("Done", [], []),
+    (Stage.GENERATING, [gen(1).active().state()], [(Component.GENERATE, 0)]),
+    (Stage.MERGING, [], [(Component.MERGE, 0)]),
+    (Stage.MERGING, [gen(0).deleting().state()], []),  # the merge waits until the generation pods are gone
+    (Stage.EXTRACTING, [JobBuilder("x-extract", Component.EXTRACT).active().state()], []),
+    (Stage.DONE, [], []),
 ])
 def test_jobs_to_create(stage, jobs, wanted):
     assert jobs_to_create("x", stage, 2, jobs) == wanted

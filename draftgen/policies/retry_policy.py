@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from draftgen import reasons
 from draftgen_contracts import exit_codes
 
 
@@ -29,9 +30,7 @@ def after_exit(container: str, exit_code: int, failed_pods_before: int, backoff_
     if exit_code == exit_codes.OK:
         return AfterExit("succeeded")
     if exit_code in exit_codes.FAIL_AT_ONCE:
-        return AfterExit("failed", "PodFailurePolicy",
-                         f"Container {container} for pod failed with exit code {exit_code} matching FailJob rule at "
-                         "index 0")
+        return AfterExit("failed", *reasons.pod_failure_policy(container, exit_code))
     if failed_pods_before + 1 > backoff_limit:
-        return AfterExit("failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        return AfterExit("failed", *reasons.BACKOFF_LIMIT_EXCEEDED)
     return AfterExit("restart")

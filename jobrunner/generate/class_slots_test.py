@@ -1,8 +1,8 @@
 from draftgen_contracts.prompt_classes import PromptClass
 from jobrunner.generate.class_slots import footprint, may_take_slot
 
-SHORT = PromptClass("short", max_prompt_tokens=2048, concurrency=150, max_new_tokens=10_240)
-LONG = PromptClass("long", max_prompt_tokens=None, concurrency=32, max_new_tokens=16_384)
+SHORT = PromptClass(name="short", max_prompt_tokens=2048, concurrency=150, max_new_tokens=10_240)
+LONG = PromptClass(name="long", max_prompt_tokens=None, concurrency=32, max_new_tokens=16_384)
 CLASSES = {"short": SHORT, "long": LONG}
 CONTEXT = 32_768
 

@@ -148,7 +148,7 @@ class DatasetController:
         """The controller of the run's `index`-th dataset, resumed from the writer's totals and this
         replica's last report."""
         d = config.datasets[index]
-        largest_max_new = max(c.max_new_tokens for c in config.prompt_class_table())
+        largest_max_new = max(c.max_new_tokens for c in config.prompt_classes)
         return cls(d, totals, clock, sample_cap=replica_sample_cap(d.sample_cap, config.replicas, config.replica),
                    max_new_tokens=d.max_new_tokens or largest_max_new, replicas=config.replicas,
                    replica=config.replica, first_receiver=budget_shares.first_receiver(index, config.replicas),

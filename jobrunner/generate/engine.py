@@ -72,7 +72,7 @@ class Engine:
         # A fresh part per process in every rid: a request of a killed predecessor may still run
         # on the server under the old rid, and a duplicate rid is a 400.
         self.run_key = f"{config.run_id}/r{config.replica}/{uuid.uuid4().hex[:12]}"
-        self.classes = {c.name: c for c in config.prompt_class_table()}
+        self.classes = {c.name: c for c in config.prompt_classes}
         self.datasets: list[DatasetController] = []
         self.writers: dict[str, PartWriter] = {}
         self.slots = SlotTable(self.classes, self.datasets)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -33,15 +32,15 @@ def main(args: argparse.Namespace) -> int:
         from jobrunner.coordination_kube import publish_preflight
 
         c = config.coordination
-        publish_preflight(c.name, c.namespace, json.dumps(findings.to_dict()))
+        publish_preflight(c.name, c.namespace, findings.to_json())
     for d in findings.datasets:
         reach = "" if d.budget_reachable else (f"; the budget looks out of reach: about {d.expected_response_tokens:,} "
                                                f"tokens from its rows")
         print(f"{d.name}: {d.rows} rows, {d.usable_rows} usable, {d.prompt_tokens:,} prompt tokens, "
               f"skipped {d.skipped_by_reason or 'none'}{reach}")
     if findings.problem is not None:
-        print(f"preflight: {findings.problem}", file=sys.stderr)
+        print(f"preflight: {findings.problem.says()}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
-    print(f"preflight: ok in {findings.seconds:.2f} s ({findings.to_dict()['rows_per_second']:,.0f} rows/s); "
+    print(f"preflight: ok in {findings.seconds:.2f} s ({findings.rows_per_second:,.0f} rows/s); "
           f"findings in {output}")
     return exit_codes.OK

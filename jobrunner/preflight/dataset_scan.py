@@ -5,10 +5,11 @@ too little room in the context, and whether the budget is reachable with the usa
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+
+from pydantic import Field, computed_field
 
 from draftgen_contracts.length_stats import LengthStats, length_stats
-from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION
+from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
 from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, Trace, read_rows
 from jobrunner.prompts import Prompt, PromptPreparer
@@ -25,26 +26,19 @@ def shape_of(row: Conversation) -> str:
     return " + ".join(parts) or "plain chat"
 
 
-@dataclass
-class DatasetFindings:
-    name: str
-    path: str
-    rows: int = 0
-    usable_rows: int = 0
-    prompt_tokens: int = 0
-    skipped_by_reason: dict[str, int] = field(default_factory=dict)
-    clamped_rows: int = 0  # usable, but the context leaves less than the class's max new tokens
-    classes: dict[str, LengthStats] = field(default_factory=dict)  # prompt lengths per prompt class
-    shapes: dict[str, int] = field(default_factory=dict)  # template shape -> rows
-    budget_tokens: int = 0
-    expected_response_tokens: int = 0  # usable rows x the prior (PRIOR_RESPONSE_FRACTION of max new tokens)
+class DatasetFindings(DatasetReport):
+    """The findings' dataset report, and for people what else the scan saw."""
 
+    path: str
+    clamped_rows: int = 0  # usable, but the context leaves less than the class's max new tokens
+    classes: dict[str, LengthStats] = Field(default_factory=dict)  # prompt lengths per prompt class
+    shapes: dict[str, int] = Field(default_factory=dict)  # template shape -> rows
+    budget_tokens: int = 0
+
+    @computed_field
     @property
     def budget_reachable(self) -> bool:
         return self.expected_response_tokens >= self.budget_tokens
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "budget_reachable": self.budget_reachable}
 
 
 def ids_field(row, pretokenized: bool) -> str:

@@ -5,8 +5,9 @@ template and special tokens."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from draftgen_contracts.preflight_report import ModelReport
 
 from .problem import PreflightProblem
 
@@ -15,17 +16,11 @@ from .problem import PreflightProblem
 TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    architecture: str
-    hidden_size: int
-    num_layers: int
-    vocab_size: int
-    context_length: int | None  # max_position_embeddings; None when the config does not say
-    text_config_key: str | None  # where the text model's config sat ("text_config"), None at the top
+class ModelFacts(ModelReport):
+    """The findings' model facts (`context_length`: max_position_embeddings, None when the config does
+    not say), and for people where the text model's config sat."""
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    text_config_key: str | None = None  # "text_config" and the like; None at the top
 
 
 def model_facts(model_dir: str | Path) -> ModelFacts:

@@ -3,8 +3,12 @@ is to blame."""
 
 from __future__ import annotations
 
+from draftgen_contracts.preflight_report import Problem
+
 
 class PreflightProblem(Exception):
+    """Raised where the check finds it; it carries the findings' own Problem, which the run writes."""
+
     def __init__(self, where: str, message: str):
-        super().__init__(f"{where}: {message}")
-        self.where, self.message = where, message
+        self.problem = Problem(where=where, message=message)
+        super().__init__(self.problem.says())

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import Field
+
+from draftgen_contracts.preflight_report import PreflightReport
 from jobrunner.atomic import write_bytes_atomically
 from jobrunner.config import GenerateConfig, missing_inputs
 from jobrunner.prompts import PromptPreparer
@@ -21,29 +23,18 @@ from .problem import PreflightProblem
 from .tokenizer_check import TokenizerFacts, check_tokenizer
 
 
-@dataclass
-class Findings:
+class Findings(PreflightReport):
+    """The findings document its readers parse (draftgen_contracts.preflight_report), with the
+    writer's details for people: the tokenizer's facts, the context length the scan used, and what
+    each dataset's scan saw beyond its report."""
+
     model: ModelFacts | None = None
+    datasets: list[DatasetFindings] = Field(default_factory=list)
     tokenizer: TokenizerFacts | None = None
     context_length: int | None = None
-    datasets: list[DatasetFindings] = field(default_factory=list)
-    problem: PreflightProblem | None = None
-    seconds: float = 0.0
 
-    @property
-    def rows(self) -> int:
-        return sum(d.rows for d in self.datasets)
-
-    def to_dict(self) -> dict:
-        return {
-            "model": self.model.to_dict() if self.model else None,
-            "tokenizer": self.tokenizer.to_dict() if self.tokenizer else None,
-            "context_length": self.context_length,
-            "datasets": [d.to_dict() for d in self.datasets],
-            "problem": {"where": self.problem.where, "message": self.problem.message} if self.problem else None,
-            "seconds": round(self.seconds, 3),
-            "rows_per_second": round(self.rows / self.seconds, 1) if self.seconds else 0.0,
-        }
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
 
 
 def run_preflight(config: GenerateConfig, model_dir: str) -> Findings:
@@ -52,9 +43,11 @@ def run_preflight(config: GenerateConfig, model_dir: str) -> Findings:
     findings = Findings()
     try:
         _check(config, model_dir, findings)
-    except PreflightProblem as problem:
-        findings.problem = problem
-    findings.seconds = time.monotonic() - started
+    except PreflightProblem as e:
+        findings.problem = e.problem
+    seconds = time.monotonic() - started
+    findings.seconds = round(seconds, 3)
+    findings.rows_per_second = round(sum(d.rows for d in findings.datasets) / seconds, 1) if seconds else 0.0
     return findings
 
 
@@ -71,7 +64,7 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
     if config.tokenizer_path:
         needs_template = any(not d.pretokenized for d in config.datasets)
         tokenizer, findings.tokenizer = check_tokenizer(config.tokenizer_path, model.vocab_size, needs_template)
-    classes = config.prompt_class_table()
+    classes = config.prompt_classes
     wanted = {c.name: c.max_new_tokens for c in classes}
     end_ids = end_token_ids(tokenizer, model_dir)
     for d in config.datasets:
@@ -98,4 +91,4 @@ def end_token_ids(tokenizer, model_dir: str) -> frozenset:
 
 
 def write_findings(findings: Findings, path: str) -> None:
-    write_bytes_atomically(path, (json.dumps(findings.to_dict(), indent=2) + "\n").encode())
+    write_bytes_atomically(path, (findings.to_json() + "\n").encode())

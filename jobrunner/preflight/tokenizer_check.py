@@ -4,7 +4,7 @@ vocabulary)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from jobrunner.prompts import load_tokenizer
 
@@ -18,9 +18,6 @@ class TokenizerFacts:
     eos_token: str
     eos_token_id: int
     has_chat_template: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def check_tokenizer(path: str, model_vocab_size: int, needs_template: bool):

@@ -11,6 +11,7 @@ import kopf
 from kubernetes import client
 
 from draftgen.policies.api_error_policy import ApiError, backoff_s, reason_of
+from draftgen.reasons import Reason
 from draftgen.reconcile import Decision
 from draftgen_contracts import names
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
@@ -54,7 +55,7 @@ def _create(namespace: str, obj: dict) -> None:
 def already_exists(e: client.ApiException) -> bool:
     """A create refused because the object is there; not any 409 (a webhook may answer 409 too)."""
     try:
-        return e.status == 409 and json.loads(e.body).get("reason") == "AlreadyExists"
+        return e.status == 409 and json.loads(e.body).get("reason") == Reason.ALREADY_EXISTS
     except (TypeError, ValueError, AttributeError):
         return False
 

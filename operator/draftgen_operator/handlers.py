@@ -18,11 +18,13 @@ from pydantic import ValidationError
 from draftgen import plan
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
 from draftgen.observed import JobState, World, job_state_from, pod_state_from
+from draftgen.reasons import Reason
 from draftgen.reconcile import decide
 from draftgen.refusals import with_refusals
 from draftgen_contracts import names
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
+from draftgen_contracts.states import Component, Phase
 from draftgen_contracts.timestamps import utc_now_iso
 from draftgen_contracts.validation import error_lines
 
@@ -95,7 +97,7 @@ def rolebindings_index(namespace, labels, name, **_):
     return {(namespace, labels[names.LABEL_NAME]): ("RoleBinding", name)}
 
 
-@kopf.index("", "v1", "pods", labels={**OWNED, names.LABEL_COMPONENT: "generate"})
+@kopf.index("", "v1", "pods", labels={**OWNED, names.LABEL_COMPONENT: Component.GENERATE})
 def generation_pods_index(namespace, labels, body, **_):
     return {(namespace, labels[names.LABEL_NAME]): pod_state_from(dict(body))}
 
@@ -110,7 +112,7 @@ def refused_pods(namespace: str, job: JobState) -> str:
     Pod Security), if newer than the Job (events outlive their Job). Read only for a generation Job
     that has no pod, so a tick of a healthy run makes no API read; watching every event of the
     namespace instead slowed the operator's timers (bench/operator_latency.py)."""
-    selector = f"involvedObject.kind=Job,involvedObject.name={job.name},reason=FailedCreate"
+    selector = f"involvedObject.kind=Job,involvedObject.name={job.name},reason={Reason.FAILED_CREATE}"
     try:
         events = client.CoreV1Api().list_namespaced_event(namespace, field_selector=selector).items
     except client.ApiException as e:
@@ -150,9 +152,9 @@ def awaits_pods(job: JobState, with_pods: set[str]) -> bool:
     with none active that has not finished (its pods are not watched), neither deleted nor queued."""
     if job.deleting or job.suspended:
         return False
-    if job.component == "generate":
+    if job.component == Component.GENERATE:
         return job.name not in with_pods
-    return job.component == "preflight" and not job.active and not job.succeeded and not job.failed
+    return job.component == Component.PREFLIGHT and not job.active and not job.succeeded and not job.failed
 
 
 def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> World:
@@ -187,8 +189,8 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
         parsed = DatasetGenerationSpec.model_validate(dict(spec))
     except ValidationError as e:  # admission normally refuses this; never crash-loop on it
         problems = "; ".join(error_lines(e, "spec"))
-        patch.status["phase"] = "Failed"
-        kopf.warn(body, reason="InvalidSpec", message=problems)
+        patch.status["phase"] = Phase.FAILED
+        kopf.warn(body, reason=Reason.INVALID_SPEC, message=problems)
         return
     try:
         now, generation = utc_now_iso(), meta.get("generation", 1)

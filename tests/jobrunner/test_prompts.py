@@ -22,7 +22,7 @@ def test_classify_prompt_by_length():
     assert classify_prompt(2048, DEFAULT_PROMPT_CLASSES).name == "short"
     assert classify_prompt(2049, DEFAULT_PROMPT_CLASSES).name == "long"
     with pytest.raises(ValueError):
-        classify_prompt(5000, [PromptClass("s", 100, 1, 1)])
+        classify_prompt(5000, [PromptClass(name="s", max_prompt_tokens=100, concurrency=1, max_new_tokens=1)])
 
 
 def test_max_new_tokens_skip_and_clamp():
@@ -63,7 +63,7 @@ def test_chat_template_renders_tools_tool_calls_and_thinking_switch(tokenizer_pa
 
 def test_preparer_classes_overrides_and_skips(tokenizer_path):
     tok = load_tokenizer(tokenizer_path)
-    classes = [PromptClass("short", 20, 4, 100), PromptClass("long", None, 2, 300)]
+    classes = [PromptClass(name="short", max_prompt_tokens=20, concurrency=4, max_new_tokens=100), PromptClass(name="long", max_prompt_tokens=None, concurrency=2, max_new_tokens=300)]
     prep = PromptPreparer(tok, {}, classes, context_length=200, policy="clamp", min_room=10)
     p = prep.prepare(Pretokenized(1, list(range(5, 15))))
     assert p == Prompt(1, list(range(5, 15)), "short", 100)

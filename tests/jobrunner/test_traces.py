@@ -77,5 +77,5 @@ def test_the_preflight_refuses_traces_of_another_tokenizer(tmp_path, tokenizer_p
     outside.write_text(json.dumps({"input_ids": [11, 12, 9999], "prompt_len": 2}) + "\n")
     with pytest.raises(PreflightProblem) as raised:
         scan_dataset("outside", str(outside), preparer, 100, 512, traces=True, end_ids=end)
-    assert raised.value.where == f"{outside}: row 0: input_ids"
+    assert raised.value.problem.where == f"{outside}: row 0: input_ids"
     assert "id 9999 (the tokenizer has 461): were these traces made with another tokenizer?" in str(raised.value)

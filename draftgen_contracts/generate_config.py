@@ -1,0 +1,153 @@
+"""The generate config: the whole configuration of one `jobrunner generate` (and `jobrunner
+preflight`) process, with every rule it must satisfy. Every error names the field.
+
+One model for its writers and its reader: the operator builds it from a DatasetGeneration spec
+(draftgen.plan.generate_config; one per run, the replica comes on the command line) and writes it,
+as YAML, into the run's config ConfigMap under `generate.yaml`; the local runner writes the same
+into `<output root>/local-run/generate.yaml`; tests and benchmarks write it by hand. jobrunner.config
+reads it back (YAML or JSON) into this model.
+
+    server_url: http://127.0.0.1:30000
+    output_root: /data/run1
+    tokenizer_path: /models/kimi-k2.5
+    chat_template_kwargs: {thinking: true}
+    datasets:
+      - name: glaive-fc
+        path: /data/prompts/glaive.jsonl
+        budget_tokens: 10000000
+        sampling_params: {temperature: 0.6, top_p: 0.95}
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from . import budget_shares
+from .names import DATASET_NAME_PATTERN
+from .prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass, has_one_catch_all
+from .sglang_protocol import InvalidSamplingParams, validate_sampling_params
+
+# How long a server may take to load its weights, compile and capture graphs: a 1 TB checkpoint
+# takes most of an hour. The spec's default (server.startupTimeoutSeconds) and the config's.
+STARTUP_TIMEOUT_S = 3600
+
+# What a dataset's file holds and how it is read; the spec's datasets[] say the same.
+DatasetFormat = Literal["auto", "jsonl", "parquet"]
+DatasetKind = Literal["prompts", "traces"]
+
+
+class _Strict(BaseModel):
+    # A misspelt key is an error, not a default silently used.
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    name: str = Field(pattern=DATASET_NAME_PATTERN)
+    path: str
+    format: DatasetFormat = "auto"
+    pretokenized: bool = False
+    kind: DatasetKind = Field(
+        default="prompts", description="traces: rows already hold the target's responses; never sent to the server")
+    budget_tokens: int = Field(gt=0)
+    sample_cap: int | None = Field(default=None, gt=0, description="completed responses, over all replicas")
+    prompt_class: str | None = Field(default=None, description="put every prompt in this class")
+    max_new_tokens: int | None = Field(default=None, gt=0, description="instead of the class's")
+    concurrency: int | None = Field(default=None, gt=0, description="at most this many in flight for this dataset")
+    sampling_params: dict[str, Any] = Field(default_factory=dict)
+    chat_template_kwargs: dict[str, Any] | None = Field(default=None, description="merged over the global ones")
+    extra_request_fields: dict[str, Any] = Field(
+        default_factory=dict, description="top-level /generate keys (SGLang ignores unknown ones)")
+
+    @field_validator("sampling_params")
+    @classmethod
+    def _valid_sampling_params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if "max_new_tokens" in v:
+            raise ValueError("set max_new_tokens on the dataset or its prompt class, not in sampling_params")
+        try:
+            return validate_sampling_params(v)
+        except InvalidSamplingParams as e:
+            raise ValueError(str(e)) from None
+
+    @field_validator("extra_request_fields")
+    @classmethod
+    def _no_reserved_fields(cls, v: dict[str, Any]) -> dict[str, Any]:
+        reserved = {"input_ids", "text", "sampling_params", "rid", "stream"} & set(v)
+        if reserved:
+            raise ValueError(f"{sorted(reserved)} are set by jobrunner")
+        return v
+
+
+class ContextConfig(_Strict):
+    length: int | None = Field(default=None, gt=0, description="None: the server's /v1/models max_model_len")
+    policy: Literal["skip", "clamp"] = "clamp"
+    min_room_tokens: int = Field(default=256, gt=0)
+
+
+class CoordinationConfig(_Strict):
+    """`file`: JSON files in a directory (the local runner, tests). `kubernetes`: a report ConfigMap
+    per replica and the DatasetGeneration's status (generation pods; jobrunner.coordination_kube)."""
+    kind: Literal["file", "kubernetes"] = "file"
+    directory: str | None = Field(default=None, description="file: None means <output_root>/coordination")
+    name: str | None = Field(default=None, description="kubernetes: the DatasetGeneration's name")
+    namespace: str | None = Field(default=None, description="kubernetes: its namespace")
+
+    @model_validator(mode="after")
+    def _complete(self) -> CoordinationConfig:
+        if self.kind == "kubernetes" and not (self.name and self.namespace):
+            raise ValueError("kind kubernetes needs name and namespace")
+        return self
+
+
+class GenerateConfig(_Strict):
+    server_url: str = Field(pattern=r"^https?://")
+    startup_timeout_s: float = Field(default=float(STARTUP_TIMEOUT_S), gt=0)
+    request_timeout_s: float = Field(default=3600.0, gt=0)
+    max_attempts: int = Field(default=6, gt=0, description="per request, retries included")
+    output_root: str
+    run_id: str = Field(default="draftgen", min_length=1)
+    replica: int = Field(default=0, ge=0)
+    replicas: int = Field(default=1, gt=0)
+    tokenizer_path: str | None = None
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    prompt_classes: list[PromptClass] = Field(default_factory=lambda: list(DEFAULT_PROMPT_CLASSES), min_length=1)
+    datasets: list[DatasetConfig] = Field(min_length=1)
+    progress_interval_s: float = Field(default=5.0, gt=0, description="fsync + publish cadence")
+    at_budget: Literal[budget_shares.AT_BUDGET] = Field(
+        default=budget_shares.CUT, description="the requests in flight when a replica's part is made: "
+        "cut (partial responses kept, marked truncated) or abort (thrown away)")
+    coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GenerateConfig:
+        if self.replica >= self.replicas:
+            raise ValueError(f"replica {self.replica} must be < replicas {self.replicas}")
+        names = [d.name for d in self.datasets]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"datasets: duplicate names {duplicates}")
+        class_names = [c.name for c in self.prompt_classes]
+        if len(set(class_names)) != len(class_names):
+            raise ValueError("prompt_classes: duplicate names")
+        if not has_one_catch_all(self.prompt_classes):
+            raise ValueError("prompt_classes: exactly one class must have no max_prompt_tokens (it takes the rest)")
+        for i, d in enumerate(self.datasets):
+            if d.prompt_class is not None and d.prompt_class not in class_names:
+                raise ValueError(f"datasets[{i}].prompt_class: {d.prompt_class!r} is not one of {class_names}")
+            if not d.pretokenized and self.tokenizer_path is None:
+                raise ValueError(f"datasets[{i}] ({d.name}) is not pretokenized, so tokenizer_path is required")
+        return self
+
+    def template_kwargs_for(self, dataset: DatasetConfig) -> dict[str, Any]:
+        return {**self.chat_template_kwargs, **(dataset.chat_template_kwargs or {})}
+
+    def coordination_directory(self) -> Path:
+        return Path(self.coordination.directory or os.path.join(self.output_root, "coordination"))
+
+    def to_document(self) -> dict[str, Any]:
+        """The config as its file holds it (snake_case, JSON types): what jobrunner parses back."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,81 @@
+"""`status.replicas[]` of a DatasetGeneration: each generation replica's last report as the operator
+folded it, and what the replicas read of one another to share the budgets (budget_shares).
+
+One model for the writer (the operator's fold, draftgen.fold.fold_replicas, puts it into the
+status; the CRD's schema is generated from it) and the reader (jobrunner.coordination_kube, which
+reads the status with a GET of the DatasetGeneration). camelCase, as the status is.
+
+    replicas:
+    - index: 1
+      reportTime: 1700000000.0
+      finished: false
+      datasets:
+      - {name: chat, tokens: 5100, state: Generating, settled: true, budgetTokens: 10000}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+from .progress import DatasetProgress, ProgressDocument
+from .states import DatasetState
+
+# The status's list of datasets is a map keyed by name (one entry per name, merged by name).
+_BY_NAME = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+
+
+class _Status(BaseModel):
+    # A reader ignores fields it does not know: an operator newer than a replica's image may add some.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class ReplicaDatasetStatus(_Status):
+    """One replica's part of one dataset, as its last report said: what the other replicas read to
+    share the budget (docs/budgets.md)."""
+
+    name: str
+    tokens: int = 0
+    state: DatasetState = DatasetState.PENDING
+    settled: bool = Field(False, description="Sends no more for this dataset, nothing in flight: tokens are final.")
+    budget_tokens: int = Field(0, description="The budget the report was made under.")
+
+    @classmethod
+    def of(cls, name: str, report: DatasetProgress) -> ReplicaDatasetStatus:
+        return cls(name=name, tokens=report.completion_tokens, state=report.state, settled=report.settled,
+                   budget_tokens=report.budget_tokens)
+
+    def as_progress(self) -> DatasetProgress:
+        """What a peer's report said of the dataset, as far as the status carries it."""
+        return DatasetProgress(state=self.state, completion_tokens=self.tokens, settled=self.settled,
+                               budget_tokens=self.budget_tokens)
+
+
+class ReplicaStatus(_Status):
+    """The last report folded from one generation replica."""
+
+    index: int
+    report_time: float | None = Field(None, description="The report's own timestamp (Unix seconds).")
+    finished: bool = False
+    datasets: list[ReplicaDatasetStatus] = Field(default_factory=list, json_schema_extra=_BY_NAME)
+
+    @classmethod
+    def of(cls, index: int, report: ProgressDocument, datasets: list[str]) -> ReplicaStatus:
+        """A replica's report, with its entries of `datasets` (the spec's, in its order)."""
+        return cls(index=index, report_time=report.updated_at, finished=report.finished,
+                   datasets=[ReplicaDatasetStatus.of(name, report.datasets[name])
+                             for name in datasets if name in report.datasets])
+
+
+_REPLICAS = TypeAdapter(list[ReplicaStatus])
+
+
+def parse_replicas(status: dict[str, Any]) -> list[ReplicaStatus]:
+    """`status.replicas` of a DatasetGeneration as the API returns it; empty when missing or
+    malformed (a replica then waits on its peers: a stale view delays the end, never overshoots)."""
+    try:
+        return _REPLICAS.validate_python(status.get("replicas") or [])
+    except ValidationError:
+        return []
