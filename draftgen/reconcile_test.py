@@ -3,12 +3,12 @@
 from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
 from draftgen.conditions import ConditionType
-from draftgen.observed import JobState, PodState, World
+from draftgen.observed import PodState, World
 from draftgen.reasons import Reason
 from draftgen.reconcile import decide
 from draftgen_contracts.preflight_report import DatasetReport, ModelReport, PreflightReport, Problem
 from draftgen_contracts.states import Component, DatasetState, Phase, Stage
-from draftgen_dev.builders import SpecBuilder, dataset_progress, generation_jobs, progress
+from draftgen_dev.builders import JobBuilder, SpecBuilder, dataset_progress, generation_jobs, progress
 
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
 SETTINGS = plan.OperatorSettings()
@@ -40,7 +40,7 @@ def test_a_new_object_runs_its_preflight_before_asking_for_any_gpu():
 
 
 def test_a_passed_preflight_starts_generation_and_its_findings_go_to_status():
-    preflight = JobState("x-preflight", Component.PREFLIGHT, DIGEST, succeeded=True)
+    preflight = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).succeeded().state()
     d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": preflight}, preflight=FOUND)
     assert d.status.stage == Stage.GENERATING and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert ("Normal", Reason.PREFLIGHT_PASSED) in [(t, r) for t, r, _ in d.events]
@@ -50,7 +50,7 @@ def test_a_passed_preflight_starts_generation_and_its_findings_go_to_status():
 
 
 def test_a_failed_preflight_fails_the_run_naming_what_it_found():
-    failed = JobState("x-preflight", Component.PREFLIGHT, DIGEST, failed=True, failure_reason=Reason.POD_FAILURE_POLICY)
+    failed = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).failed(Reason.POD_FAILURE_POLICY).state()
     found = FOUND.model_copy(update={"problem": Problem(where="/models/tiny/config.json", message="not found")})
     d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": failed}, preflight=found)
     failure = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]
@@ -59,7 +59,7 @@ def test_a_failed_preflight_fails_the_run_naming_what_it_found():
 
 
 def test_a_preflight_of_an_older_spec_is_run_again_and_does_not_fail_the_new_one():
-    stale = JobState("x-preflight", Component.PREFLIGHT, "old-digest", failed=True, failure_reason=Reason.POD_FAILURE_POLICY)
+    stale = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash("old-digest").failed(Reason.POD_FAILURE_POLICY).state()
     d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": stale})
     assert d.delete_jobs == ["x-preflight"] and d.status.phase == Phase.PENDING
 
@@ -185,7 +185,7 @@ def test_pods_refused_by_pod_security_fail_the_run_quoting_the_admission():
 
 
 def test_a_merge_job_held_in_a_queue_says_which_queue_since_when_and_kueues_words():
-    merge = JobState("x-merge", Component.MERGE, suspended=True, suspended_since="2026-12-01T10:00:00Z", queue="cpu-batch")
+    merge = JobBuilder("x-merge", Component.MERGE).queued("cpu-batch", since="2026-12-01T10:00:00Z").state()
     previous = DatasetGenerationStatus(stage=Stage.MERGING, phase=Phase.MERGING)
     met = {0: report(0, 60, DatasetState.BUDGET_MET), 1: report(1, 50, DatasetState.BUDGET_MET)}
     d = run(previous=previous, jobs={"x-merge": merge}, reports=met,
@@ -198,7 +198,7 @@ def test_a_merge_job_held_in_a_queue_says_which_queue_since_when_and_kueues_word
 
 def test_a_preflight_whose_pods_pod_security_refuses_fails_the_run_quoting_it():
     psa = 'pods "x-preflight-abc" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'
-    job = JobState("x-preflight", Component.PREFLIGHT, DIGEST)
+    job = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).state()
     d = run(previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": job},
             refused_pods={"x-preflight": psa}, pods=())
     failure = {c.type: c for c in d.status.conditions}[ConditionType.FAILED]

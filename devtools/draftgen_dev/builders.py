@@ -1,10 +1,11 @@
-"""Test builders: one way to make a spec, a progress report and a Job's observed state.
+"""Test builders: one way to make a spec, a generate config, a progress report and a Job's observed state.
 
 Modelled on JobSet's `pkg/util/testing/wrappers.go`: start from a minimal valid object, change only
 what the test is about, then `.obj()` (a dict, as `kubectl apply` sends it), `.spec()` (the parsed
 DatasetGenerationSpec) or the built value:
 
     spec = SpecBuilder().replicas(2).dataset("a", budget=1000).spec()
+    config = ConfigBuilder(server_url, out, tokenizer).dataset("a", prompts, budget=1000).config(startup_timeout_s=5)
     report = progress(0, a=dataset_progress(600, state="Generating"))
     job = JobBuilder("x-gen-r000", "generate").config_hash("h1").active().state()
 """
@@ -17,9 +18,11 @@ from typing import Any
 
 import yaml
 
-from draftgen.api import DatasetGenerationSpec
+from draftgen import plan
+from draftgen.api import Dataset, DatasetGenerationSpec
 from draftgen.observed import JobState
 from draftgen_contracts import names
+from draftgen_contracts.generate_config import CoordinationConfig, GenerateConfig
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
 from draftgen_contracts.states import DatasetState
 
@@ -33,6 +36,27 @@ class SpecBuilder:
             "apiVersion": names.API_VERSION, "kind": names.KIND, "metadata": {"name": name},
             "spec": {"model": {"claimName": "models", "path": "m"}, "server": {"image": "sglang"},
                      "output": {"claimName": "data"}}}
+
+    @classmethod
+    def quickstart(cls, name: str = "quickstart") -> SpecBuilder:
+        """examples/quickstart.yaml as the starting point: three datasets on the simulator."""
+        builder = cls(name)
+        builder._obj = example_manifest("quickstart")
+        builder._obj["metadata"]["name"] = name
+        return builder
+
+    def budgets(self, *tokens: int) -> SpecBuilder:
+        """Each dataset's budget in order; one number for every dataset."""
+        datasets = self._spec["datasets"]
+        for dataset, budget in zip(datasets, tokens * len(datasets) if len(tokens) == 1 else tokens, strict=True):
+            dataset["budgetTokens"] = budget
+        return self
+
+    def server_args(self, *args: str, replace: dict[str, str] | None = None) -> SpecBuilder:
+        """The server's arguments with `args` added and each value `replace` names changed."""
+        server = self._spec["server"]
+        server["args"] = [(replace or {}).get(a, a) for a in server.get("args", [])] + list(args)
+        return self
 
     @property
     def _spec(self) -> dict[str, Any]:
@@ -56,7 +80,7 @@ class SpecBuilder:
         return self
 
     def extraction(self, enabled: bool = True, **fields: Any) -> SpecBuilder:
-        self._spec["extraction"] = {"enabled": enabled, **fields}
+        self._spec.setdefault("extraction", {}).update(enabled=enabled, **fields)
         return self
 
     def set(self, **fields: Any) -> SpecBuilder:
@@ -71,6 +95,55 @@ class SpecBuilder:
 
     def spec(self) -> DatasetGenerationSpec:
         return DatasetGenerationSpec.model_validate(self.obj()["spec"])
+
+
+class ConfigBuilder:
+    """A generate config as the plan writes it for a spec (SpecBuilder's, with the datasets added),
+    pointed at this machine: the server's URL, the output root, the tokenizer and each dataset's file.
+    `.config(**fields)` overrides what a test is about that no spec says (a short startup timeout,
+    a fast progress interval, another replica)."""
+
+    def __init__(self, server_url: str, output_root: str | Path, tokenizer_path: str | Path | None = None,
+                 run_id: str = "test"):
+        self._spec = SpecBuilder(run_id)
+        self._where = {"server_url": server_url, "output_root": str(output_root), "run_id": run_id,
+                       "tokenizer_path": str(tokenizer_path) if tokenizer_path else None}
+        self._paths: dict[str, str] = {}
+        self._config_only: dict[str, dict[str, Any]] = {}
+
+    def dataset(self, name: str, path: str | Path, budget: int = 1000, **fields: Any) -> ConfigBuilder:
+        """`fields`: the dataset's config fields (sample_cap, concurrency, ...). Those the spec's
+        datasets[] also has go through the plan; the config's own (chat_template_kwargs, which only
+        a hand-written config sets) are put over what it wrote."""
+        in_spec = {k: v for k, v in fields.items() if k in Dataset.model_fields}
+        self._spec.dataset(name, budget=budget, **in_spec)
+        self._paths[name] = str(path)
+        self._config_only[name] = {k: v for k, v in fields.items() if k not in in_spec}
+        return self
+
+    def spec(self, change) -> ConfigBuilder:
+        """`change(spec_builder)`: anything else of the spec (replicas, prompt classes, atBudget)."""
+        change(self._spec)
+        return self
+
+    def config(self, **fields: Any) -> GenerateConfig:
+        built = plan.generate_config(self._spec.spec(), coordination=CoordinationConfig(kind="file"),
+                                     progress_interval_s=plan.REPORT_INTERVAL_S, dataset_paths=self._paths,
+                                     **self._where)
+        document = built.model_dump()
+        for dataset in document["datasets"]:
+            dataset.update(self._config_only[dataset["name"]])
+        return GenerateConfig.model_validate({**document, **fields})
+
+
+def generate_config(server_url: str, output_root: str | Path, tokenizer_path: str | Path | None,
+                    datasets: list[dict[str, Any]], **fields: Any) -> GenerateConfig:
+    """ConfigBuilder's config of these datasets, each given by its config fields (name, path,
+    budget_tokens and any other), with `fields` over it."""
+    builder = ConfigBuilder(server_url, output_root, tokenizer_path)
+    for d in map(dict, datasets):
+        builder.dataset(d.pop("name"), d.pop("path"), d.pop("budget_tokens"), **d)
+    return builder.config(**fields)
 
 
 def dataset_progress(tokens: int = 0, samples: int = 1, state: DatasetState | str = DatasetState.GENERATING,
@@ -107,6 +180,11 @@ class JobBuilder:
 
     def failed(self, reason: str = "BackoffLimitExceeded", message: str = "") -> JobBuilder:
         self._fields.update(failed=True, active=0, failure_reason=reason, failure_message=message)
+        return self
+
+    def queued(self, queue: str, since: str) -> JobBuilder:
+        """Held suspended by Kueue in this LocalQueue since then."""
+        self._fields.update(suspended=True, suspended_since=since, queue=queue, active=0)
         return self
 
     def deleting(self) -> JobBuilder:

@@ -5,7 +5,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from draftgen_contracts import exit_codes
-from jobrunner.config import parse_config
+from draftgen_dev.builders import generate_config
 from jobrunner.coordination import FileCoordinator
 from jobrunner.generate.engine import Engine, exit_code
 
@@ -46,10 +46,9 @@ class FlakyCoordinator(FileCoordinator):
 async def test_progress_publishing_survives_any_failure_of_one_round(tmp_path, caplog):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"input_ids": [1, 2]}\n')
-    config = parse_config({"server_url": "http://127.0.0.1:1", "output_root": str(tmp_path / "out"),
-                           "progress_interval_s": 0.01,
-                           "datasets": [{"name": "a", "path": str(prompts), "pretokenized": True,
-                                         "budget_tokens": 10}]})
+    config = generate_config("http://127.0.0.1:1", tmp_path / "out", None,
+                             [{"name": "a", "path": prompts, "pretokenized": True, "budget_tokens": 10}],
+                             progress_interval_s=0.01)
     failures = [ApiException(status=500, reason="etcd timeout"), urllib3.exceptions.ProtocolError("reset")]
     coordinator = FlakyCoordinator(tmp_path / "coord", failures)
     engine = Engine(config, client=None, coordinator=coordinator)

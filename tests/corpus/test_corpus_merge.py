@@ -60,11 +60,11 @@ def test_buckets_needed_grows_with_input_and_refuses_too_many():
         merge.buckets_needed(1 << 40, 64)
 
 
-def test_split_fraction_is_close_and_stable():
+def test_split_fraction_is_close_and_follows_the_seed():
+    # The same in every process: tests/test_determinism.py.
     ids = [f"d/{i:09d}" for i in range(20000)]
     share = sum(merge.is_eval(s, 7, 0.1) for s in ids) / len(ids)
     assert 0.09 < share < 0.11
-    assert [merge.is_eval(s, 7, 0.1) for s in ids[:100]] == [merge.is_eval(s, 7, 0.1) for s in ids[:100]]
     assert not any(merge.is_eval(s, 7, 0.0) for s in ids)
     assert [merge.is_eval(s, 1, 0.5) for s in ids[:200]] != [merge.is_eval(s, 2, 0.5) for s in ids[:200]]
 

@@ -8,10 +8,9 @@ import pytest
 from draftgen.fold import fold_reports
 from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_protocol import ServerNotReady
-from draftgen_dev.builders import SpecBuilder, dataset_progress, progress
+from draftgen_dev.builders import ConfigBuilder, SpecBuilder, dataset_progress, generate_config, progress
 from draftgen_dev.cluster.controlplane import free_port
 from jobrunner import output
-from jobrunner.config import parse_config
 from jobrunner.coordination import FileCoordinator
 from jobrunner.generate.run import run_generate
 
@@ -19,10 +18,8 @@ FAST_SIM = {"speedup": 200.0}  # simulated seconds per real second
 
 
 def config(sim, tmp_path, tokenizer_path, datasets, **extra):
-    return parse_config({
-        "server_url": sim.base_url, "output_root": str(tmp_path / "out"), "tokenizer_path": tokenizer_path,
-        "startup_timeout_s": 10, "progress_interval_s": 0.2, "datasets": datasets, **extra,
-    })
+    return generate_config(sim.base_url, tmp_path / "out", tokenizer_path, datasets,
+                           **{"startup_timeout_s": 10, "progress_interval_s": 0.2, **extra})
 
 
 def records(tmp_path, dataset):
@@ -232,15 +229,13 @@ async def test_a_replica_reports_the_parts_on_disk_before_its_server_is_up(tmp_p
     """A run created again over its data: the first fold must count every part already made, though
     the replica that made one has not reported yet and this one's server is still loading."""
     made = write_part(tmp_path / "out", "a", 1, [5, 8, 3])
-    loading = parse_config({
-        "server_url": f"http://127.0.0.1:{free_port()}", "output_root": str(tmp_path / "out"),
-        "tokenizer_path": tokenizer_path, "startup_timeout_s": 1, "replicas": 2, "replica": 0,
-        "datasets": [{"name": "a", "path": prompts_file, "budget_tokens": 3000}]})
+    spec = SpecBuilder().replicas(2).dataset("a", budget=3000).spec()
+    loading = (ConfigBuilder(f"http://127.0.0.1:{free_port()}", tmp_path / "out", tokenizer_path)
+               .spec(lambda s: s.replicas(2)).dataset("a", prompts_file, 3000).config(startup_timeout_s=1))
     with pytest.raises(ServerNotReady):
         await run_generate(loading)
     reports = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()
     assert list(reports) == [0] and reports[0].datasets["a"].elsewhere == {1: made.counts()}
-    spec = SpecBuilder().replicas(2).dataset("a", budget=3000).spec()
     [folded] = fold_reports(spec, reports, [], "t")
     assert (folded.tokens, folded.samples, folded.truncated) == (16, 3, 1)
 

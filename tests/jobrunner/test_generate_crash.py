@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from draftgen_dev.builders import generate_config
 from jobrunner import output
 from tests.jobrunner.conftest import write_prompts
 
@@ -33,11 +34,10 @@ def sim_url():
 
 def write_config(tmp_path, url, tokenizer_path, prompts, name) -> Path:
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({
-        "server_url": url, "output_root": str(tmp_path / name), "tokenizer_path": tokenizer_path,
-        "startup_timeout_s": 20, "progress_interval_s": 0.3, "run_id": name,
-        "datasets": [{"name": "d", "path": prompts, "budget_tokens": 10**9, "concurrency": 16}],
-    }))
+    config = generate_config(url, tmp_path / name, tokenizer_path,
+                             [{"name": "d", "path": prompts, "budget_tokens": 10**9, "concurrency": 16}],
+                             startup_timeout_s=20, progress_interval_s=0.3, run_id=name)
+    path.write_text(json.dumps(config.to_document()))
     return path
 
 

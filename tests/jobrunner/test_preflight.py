@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from draftgen_contracts import exit_codes
+from draftgen_dev.builders import generate_config
 from draftgen_dev.demo_assets import (
     TEMPLATE_REFUSING_TOOL_CALLS,
     UNUSABLE_ROWS,
@@ -17,7 +18,6 @@ from draftgen_dev.demo_assets import (
     model_with_template,
     write_datasets,
 )
-from jobrunner.config import parse_config
 from jobrunner.preflight.run import run_preflight
 
 BAD_ROWS = {"bad_json": 1, "no_user_turn": 1, "unknown_role": 1}
@@ -34,11 +34,9 @@ def prompts(tmp_path):
 
 
 def config_for(tmp_path, model, datasets, **overrides):
-    return parse_config({
-        "server_url": "http://127.0.0.1:1", "output_root": str(tmp_path / "out"), "tokenizer_path": str(model),
+    return generate_config("http://127.0.0.1:1", tmp_path / "out", model, datasets, **{
         "prompt_classes": [{"name": "short", "max_prompt_tokens": 512, "concurrency": 4, "max_new_tokens": 400},
-                           {"name": "long", "concurrency": 2, "max_new_tokens": 600}],
-        "datasets": datasets, **overrides})
+                           {"name": "long", "concurrency": 2, "max_new_tokens": 600}], **overrides})
 
 
 def quickstart(prompts, budget=20000):

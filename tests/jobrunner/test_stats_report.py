@@ -3,6 +3,7 @@
 import argparse
 import json
 
+from draftgen_dev.builders import generate_config
 from jobrunner import report
 from jobrunner.output import PartWriter
 from jobrunner.stats import RateMeter, dataset_stats
@@ -49,9 +50,9 @@ def test_report_table_figures_and_summary(tmp_path, capsys):
     write_part(tmp_path, "d", 0, range(20), 700)
     write_part(tmp_path, "e", 0, range(5), 40, reason="length")
     config = tmp_path / "generate.json"
-    config.write_text(json.dumps({"server_url": "http://127.0.0.1:1", "output_root": str(tmp_path),
-                                  "datasets": [{"name": "d", "path": "x", "budget_tokens": 10000, "pretokenized": True},
-                                               {"name": "e", "path": "y", "budget_tokens": 1000, "pretokenized": True}]}))
+    config.write_text(json.dumps(generate_config("http://127.0.0.1:1", tmp_path, None, [
+        {"name": "d", "path": "x", "budget_tokens": 10000, "pretokenized": True},
+        {"name": "e", "path": "y", "budget_tokens": 1000, "pretokenized": True}]).to_document()))
     png_dir = tmp_path / "png"
     args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config),
                               budget=None)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 import yaml
 
+from draftgen_dev.builders import SpecBuilder
 from draftgen_dev.demo_assets import build_model, write_datasets
-
-REPO = Path(__file__).resolve().parents[2]
-QUICKSTART = REPO / "examples" / "quickstart.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -33,15 +30,9 @@ def data_dir(tmp_path) -> Path:
 def quickstart(budget_tokens: int = 1000, server_args: list[str] | None = None, extraction: bool = True,
                **spec_updates) -> dict:
     """examples/quickstart.yaml with small budgets (a test takes seconds) and a faster simulator."""
-    obj = yaml.safe_load(QUICKSTART.read_text())
-    spec = obj["spec"]
-    for d in spec["datasets"]:
-        d["budgetTokens"] = budget_tokens
-    spec["server"]["args"] = [*spec["server"]["args"], *(server_args if server_args is not None
-                                                         else ["--speedup", "20"])]
-    spec["extraction"]["enabled"] = extraction
-    spec.update(copy.deepcopy(spec_updates))
-    return obj
+    return (SpecBuilder.quickstart().budgets(budget_tokens)
+            .server_args(*(server_args if server_args is not None else ["--speedup", "20"]))
+            .extraction(extraction).set(**spec_updates).obj())
 
 
 def write_spec(path: Path, obj: dict) -> Path:

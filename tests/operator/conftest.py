@@ -3,7 +3,6 @@ itself running as a real process, and `run`: one DatasetGeneration with its volu
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ import yaml
 from kubernetes import client
 
 from draftgen_contracts import names
+from draftgen_dev.builders import SpecBuilder
 from draftgen_dev.demo_assets import build_model, write_datasets
 from jobrunner.output import iter_records, record_files
 from tests.conftest import LOGS_ON_FAILURE, REPO, wait_for
@@ -98,7 +98,6 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + rep.when, rep)
 
 
-EXAMPLE = yaml.safe_load((REPO / "examples" / "quickstart.yaml").read_text())
 
 
 @pytest.fixture(scope="session")
@@ -114,14 +113,9 @@ class Run:
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
-        self.body = copy.deepcopy(EXAMPLE)
-        self.body["metadata"]["name"] = name
-        spec = self.body["spec"]
-        spec["server"]["args"] = [a if a != "100" else "400" for a in spec["server"]["args"]]  # faster tokens
-        spec["extraction"]["enabled"] = extraction
-        for dataset, budget in zip(spec["datasets"], budgets or (3000, 2000, 2000)):
-            dataset["budgetTokens"] = budget
-        spec.update(spec_overrides)
+        # The quickstart with faster tokens (400 a second per request); `body` is what is applied.
+        self.body = (SpecBuilder.quickstart(name).server_args(replace={"100": "400"}).extraction(extraction)
+                     .budgets(*(budgets or (3000, 2000, 2000))).set(**spec_overrides).obj())
         self.data = self.models = None
         self.applied = False
         if volumes:

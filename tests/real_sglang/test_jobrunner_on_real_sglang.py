@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 
 from draftgen_contracts import exit_codes
 from jobrunner import output
-from jobrunner.config import parse_config
+from draftgen_dev.builders import generate_config
 from jobrunner.generate.run import run_generate
 from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.sglang.client import SGLangClient
@@ -21,9 +21,8 @@ from tests.real_sglang.conftest import MAX_RUNNING, generation_tokens
 
 
 def config(server, tmp_path, model, datasets, **extra):
-    return parse_config({
-        "server_url": server.base_url, "output_root": str(tmp_path / "out"), "tokenizer_path": str(model),
-        "startup_timeout_s": 30, "progress_interval_s": 0.5, "datasets": datasets, **extra})
+    return generate_config(server.base_url, tmp_path / "out", model, datasets,
+                           **{"startup_timeout_s": 30, "progress_interval_s": 0.5, **extra})
 
 
 def records(tmp_path, dataset):

@@ -14,6 +14,7 @@ import sys
 import time
 
 from draftgen_contracts import exit_codes
+from draftgen_dev.builders import generate_config
 from jobrunner import output
 from tests.conftest import REPO
 from tests.jobrunner.conftest import write_prompts
@@ -29,11 +30,10 @@ def generate(config_path) -> subprocess.Popen:
 
 def test_the_server_killed_mid_run_and_started_again_loses_and_repeats_nothing(real_sglang, real_model, tmp_path):
     config_path = tmp_path / "generate.json"
-    config_path.write_text(json.dumps({
-        "server_url": real_sglang.base_url, "output_root": str(tmp_path / "out"), "tokenizer_path": str(real_model),
-        "startup_timeout_s": 120, "progress_interval_s": 0.5, "run_id": "restart",
-        "datasets": [{"name": "d", "path": write_prompts(tmp_path / "prompts.jsonl", 300), "budget_tokens": BUDGET,
-                      "concurrency": 8}]}))
+    config = generate_config(real_sglang.base_url, tmp_path / "out", real_model, [
+        {"name": "d", "path": write_prompts(tmp_path / "prompts.jsonl", 300), "budget_tokens": BUDGET, "concurrency": 8}],
+        startup_timeout_s=120, progress_interval_s=0.5, run_id="restart")
+    config_path.write_text(json.dumps(config.to_document()))
     first = generate(config_path)
     try:
         deadline = time.monotonic() + 120
