@@ -18,7 +18,6 @@ from pathlib import Path
 from draftgen import api, plan
 from draftgen.conditions import ConditionType, condition
 from draftgen.observed import World
-from draftgen.policies.failure_policy import STAGE_REASONS
 from draftgen.reasons import Reason
 from draftgen.reconcile import Decision, decide
 from draftgen_contracts import exit_codes, names
@@ -41,7 +40,6 @@ NAMESPACE = "local"  # the reconcile's namespace: here it only names the generat
 TICK_S = 1.0  # generate publishes its progress this often: the loop's pace when nothing else happens
 POLL_S = 0.05
 PROGRESS_INTERVAL_S = 1.0
-COMPONENT_OF_REASON = {reason: component for component, reason in STAGE_REASONS.items()}
 PIPELINE = (Component.PREFLIGHT, Component.GENERATE, Component.MERGE, Component.EXTRACT)
 
 
@@ -252,7 +250,9 @@ class LocalExecutor:
                     self.say(f"{component}: done already (stored output), skipped")
             return self.report()
         failed = condition(status.conditions, ConditionType.FAILED)
-        component = COMPONENT_OF_REASON.get(failed.reason, Component.GENERATE)
+        # The log to show is the failed child's; a run failed by no child (a server that died
+        # before generate started) failed in generation.
+        component = next((j.component for j in self.jobs.values() if j.outcome == "failed"), Component.GENERATE)
         log = self.run_dir / f"{component}.log"
         print(f"draftgen run: {component} failed: {failed.message}\nthe end of {log}:\n{log_tail(log)}",
               file=self.err, flush=True)
