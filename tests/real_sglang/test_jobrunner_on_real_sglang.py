@@ -17,12 +17,13 @@ from jobrunner.generate.run import run_generate
 from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.sglang.client import SGLangClient
 from tests.jobrunner.conftest import write_prompts
-from tests.real_sglang.conftest import MAX_RUNNING, generation_tokens
+from tests.real_sglang.conftest import CONTEXT_LEN, MAX_RUNNING, generation_tokens
 
 
 def config(server, tmp_path, model, datasets, **extra):
-    return generate_config(server.base_url, tmp_path / "out", model, datasets,
-                           **{"startup_timeout_s": 30, "progress_interval_s": 0.5, **extra})
+    # The tiny model's own context (the spec's default is a large model's).
+    return generate_config(server.base_url, tmp_path / "out", model, datasets, **{
+        "startup_timeout_s": 30, "progress_interval_s": 0.5, "context": {"length": CONTEXT_LEN}, **extra})
 
 
 def records(tmp_path, dataset):

@@ -18,6 +18,7 @@ from draftgen_dev.builders import generate_config
 from jobrunner import output
 from tests.conftest import REPO
 from tests.jobrunner.conftest import write_prompts
+from tests.real_sglang.conftest import CONTEXT_LEN
 from tests.real_sglang.test_jobrunner_on_real_sglang import records
 
 BUDGET = 4000
@@ -32,7 +33,7 @@ def test_the_server_killed_mid_run_and_started_again_loses_and_repeats_nothing(r
     config_path = tmp_path / "generate.json"
     config = generate_config(real_sglang.base_url, tmp_path / "out", real_model, [
         {"name": "d", "path": write_prompts(tmp_path / "prompts.jsonl", 300), "budget_tokens": BUDGET, "concurrency": 8}],
-        startup_timeout_s=120, progress_interval_s=0.5, run_id="restart")
+        startup_timeout_s=120, progress_interval_s=0.5, run_id="restart", context={"length": CONTEXT_LEN})
     config_path.write_text(json.dumps(config.to_document()))
     first = generate(config_path)
     try:
