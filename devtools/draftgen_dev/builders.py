@@ -121,7 +121,7 @@ class ConfigBuilder:
         self._config_only[name] = {k: v for k, v in fields.items() if k not in in_spec}
         return self
 
-    def spec(self, change) -> ConfigBuilder:
+    def change_spec(self, change) -> ConfigBuilder:
         """`change(spec_builder)`: anything else of the spec (replicas, prompt classes, atBudget)."""
         change(self._spec)
         return self

@@ -231,7 +231,7 @@ async def test_a_replica_reports_the_parts_on_disk_before_its_server_is_up(tmp_p
     made = write_part(tmp_path / "out", "a", 1, [5, 8, 3])
     spec = SpecBuilder().replicas(2).dataset("a", budget=3000).spec()
     loading = (ConfigBuilder(f"http://127.0.0.1:{free_port()}", tmp_path / "out", tokenizer_path)
-               .spec(lambda s: s.replicas(2)).dataset("a", prompts_file, 3000).config(startup_timeout_s=1))
+               .change_spec(lambda s: s.replicas(2)).dataset("a", prompts_file, 3000).config(startup_timeout_s=1))
     with pytest.raises(ServerNotReady):
         await run_generate(loading)
     reports = FileCoordinator(tmp_path / "out" / "coordination", 0).all_progress()
