@@ -1,8 +1,8 @@
 """The plan: every child object of a DatasetGeneration, as a pure function of its spec.
 
 Names are deterministic ("<name>-gen-r000", "<name>-merge", ...) so an operator restarted at any
-moment finds what it already created instead of creating it twice. The local runner uses the same
-`generate_config` so a laptop run and a cluster run generate alike.
+moment finds what it already created instead of creating it twice. The local runner runs these
+same objects as processes (draftgen.local.pod_process), so a laptop run and a cluster run generate alike.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -31,6 +31,9 @@ class OperatorSettings:
     """What the operator adds that the spec does not say."""
     runner_image: str = "draftgen/jobrunner:0.1.0"
     extra_pod_labels: tuple[tuple[str, str], ...] = ()  # e.g. the local kubelet's label in tests and demos
+    # How replicas report and learn the status: through the API server (pods), or through files in
+    # the output folder (the local runner, which has no API server).
+    coordination: Literal["kubernetes", "file"] = "kubernetes"
 
 
 # --- labels and paths ------------------------------------------------------------------------------
@@ -47,7 +50,7 @@ def dataset_path(spec: api.DatasetGenerationSpec, dataset: api.Dataset) -> str:
     return dataset.path if dataset.path.startswith("/") else f"{names.DATA_MOUNT}/{dataset.path}"
 
 
-# --- the generate config (shared with the local runner) ------------------------------------------
+# --- the generate config --------------------------------------------------------------------------
 
 def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_root: str,
                     coordination: CoordinationConfig, run_id: str, progress_interval_s: float, replica: int = 0,
@@ -110,14 +113,15 @@ def report_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
                "data": {}} for r in range(spec.server.replicas)), preflight]
 
 
-def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec) -> dict:
+def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
     """The generate config, named by its content's hash: a changed config is a new object, and the
     Jobs that mount it say by name which config they run."""
+    coordination = (CoordinationConfig(kind="kubernetes", name=name, namespace=namespace)
+                    if settings.coordination == "kubernetes" else CoordinationConfig(kind="file"))
     # The pod passes --server-url http://$(POD_IP):PORT (Kubernetes expands it in args, not in files).
     config = generate_config(
         spec, server_url="http://localhost:%d" % spec.server.port, output_root=output_root(name, spec),
-        coordination=CoordinationConfig(kind="kubernetes", name=name, namespace=namespace), run_id=name,
-        progress_interval_s=REPORT_INTERVAL_S)
+        coordination=coordination, run_id=name, progress_interval_s=REPORT_INTERVAL_S)
     text = config_text(config)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     return {"apiVersion": "v1", "kind": "ConfigMap",
@@ -191,7 +195,7 @@ def server_args(spec: api.DatasetGenerationSpec, host: str = POD_IP, port: int |
 
 
 def generate_command(config_path: str, replica: int, server_url: str, metrics_address: str | None = None) -> list[str]:
-    """`jobrunner generate` for one replica (the generation pod's command; the local executor's too)."""
+    """`jobrunner generate` for one replica (the generation pod's command)."""
     return ["jobrunner", "generate", "--config", config_path, "--replica", str(replica), "--server-url", server_url,
             *(["--metrics-address", metrics_address] if metrics_address else [])]
 
@@ -244,7 +248,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
 
 
 def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
-    """`jobrunner merge` for this spec (the merge Job's command; the local runner's too)."""
+    """`jobrunner merge` for this spec (the merge Job's command)."""
     m, root = spec.merge, output_root(name, spec)
     return ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
             "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
@@ -252,12 +256,11 @@ def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
             *[a for kind in m.exports for a in ("--export", kind)]]
 
 
-def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[str] | None = None) -> list[str]:
-    """`jobrunner extract` for this spec. `placement` says where the model goes; by default the
-    extraction pod's: spread over its GPUs (device_map auto) when it has any, else the CPU."""
+def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
+    """`jobrunner extract` for this spec: the model spread over the pod's GPUs (device_map auto) when
+    it has any, else on the CPU."""
     e, root = spec.extraction, output_root(name, spec)
-    if placement is None:
-        placement = ["--device-map", "auto"] if e.gpus else []
+    placement = ["--device-map", "auto"] if e.gpus else []
     return ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
             "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
             "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
@@ -266,7 +269,7 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec, placement: list[
 
 
 def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:
-    """`jobrunner preflight` for this run (the preflight Job's command; the local runner's too)."""
+    """`jobrunner preflight` for this run (the preflight Job's command)."""
     return ["jobrunner", "preflight", "--config", config_path, "--model", model_path,
             *(["--output", output] if output else [])]
 

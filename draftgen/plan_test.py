@@ -16,7 +16,7 @@ SETTINGS = plan.OperatorSettings(runner_image="jobrunner:test", extra_pod_labels
 
 
 def generation_pod(replica=0):
-    config = plan.config_object("k25", "ml", SPEC)
+    config = plan.config_object("k25", "ml", SPEC, SETTINGS)
     return plan.generation_job("k25", SPEC, replica, SETTINGS, config), config
 
 
@@ -89,11 +89,18 @@ def test_the_config_the_plan_builds_is_the_one_jobrunner_reads_back():
     assert parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY])) == built
 
 
+def test_a_runner_without_an_api_server_gets_a_config_that_coordinates_through_files():
+    local = plan.config_object("k25", "ml", SPEC, plan.OperatorSettings(coordination="file"))
+    parsed = parse_config(yaml.safe_load(local["data"][names.GENERATE_CONFIG_KEY]))
+    assert parsed.coordination == CoordinationConfig(kind="file") and parsed.output_root == "/data/k25"
+    assert local["metadata"]["name"] != generation_pod()[1]["metadata"]["name"]
+
+
 def test_config_name_changes_with_its_content():
     _, before = generation_pod()
     raised = SPEC.model_copy(deep=True)
     raised.datasets[0].budget_tokens += 1
-    after = plan.config_object("k25", "ml", raised)
+    after = plan.config_object("k25", "ml", raised, SETTINGS)
     assert before["metadata"]["name"] != after["metadata"]["name"]
 
 
@@ -113,7 +120,7 @@ def test_every_child_name_fits_for_the_longest_allowed_name():
 
 
 def test_the_preflight_job_checks_on_the_cpu_with_the_config_the_model_and_the_data():
-    config = plan.config_object("k25", "ml", SPEC)
+    config = plan.config_object("k25", "ml", SPEC, SETTINGS)
     job = plan.preflight_job("k25", SPEC, SETTINGS, config)
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]

@@ -89,7 +89,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
 # --- what the reconcile finds -----------------------------------------------------------------------
 
 def find(r: Reconcile) -> Findings:
-    config = plan.config_object(r.name, r.namespace, r.spec)
+    config = plan.config_object(r.name, r.namespace, r.spec, r.settings)
     digest = plan.config_digest(config)
     jobs = list(r.world.jobs.values())
     datasets = fold_reports(r.spec, r.world.reports, r.previous.datasets, r.now,

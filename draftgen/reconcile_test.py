@@ -13,7 +13,7 @@ from draftgen_dev.builders import JobBuilder, SpecBuilder, dataset_progress, gen
 SPEC = SpecBuilder().replicas(2).dataset("a", budget=100).spec()
 SETTINGS = plan.OperatorSettings()
 NOW = "2026-12-01T00:00:00Z"
-DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC))
+DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC, SETTINGS))
 
 
 def run(spec=SPEC, previous=None, **world):

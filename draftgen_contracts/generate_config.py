@@ -3,9 +3,10 @@ preflight`) process, with every rule it must satisfy. Every error names the fiel
 
 One model for its writers and its reader: the operator builds it from a DatasetGeneration spec
 (draftgen.plan.generate_config; one per run, the replica comes on the command line) and writes it,
-as YAML, into the run's config ConfigMap under `generate.yaml`; the local runner writes the same
-into `<output root>/local-run/generate.yaml`; tests and benchmarks write it by hand. jobrunner.config
-reads it back (YAML or JSON) into this model.
+as YAML, into the run's config ConfigMap under `generate.yaml`; the local runner writes that
+ConfigMap's contents into a folder of its own, with the paths moved to this machine (`with_paths`);
+tests and benchmarks build it with their builders. jobrunner.config reads it back (YAML or JSON)
+into this model.
 
     server_url: http://127.0.0.1:30000
     output_root: /data/run1
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -102,6 +103,11 @@ class CoordinationConfig(_Strict):
         return self
 
 
+def default_coordination_directory(output_root: str) -> str:
+    """Where `file` coordination keeps its progress files when the config names no directory."""
+    return os.path.join(output_root, "coordination")
+
+
 class GenerateConfig(_Strict):
     server_url: str = Field(pattern=r"^https?://")
     startup_timeout_s: float = Field(default=float(STARTUP_TIMEOUT_S), gt=0)
@@ -146,7 +152,16 @@ class GenerateConfig(_Strict):
         return {**self.chat_template_kwargs, **(dataset.chat_template_kwargs or {})}
 
     def coordination_directory(self) -> Path:
-        return Path(self.coordination.directory or os.path.join(self.output_root, "coordination"))
+        return Path(self.coordination.directory or default_coordination_directory(self.output_root))
+
+    def with_paths(self, where: Callable[[str], str]) -> GenerateConfig:
+        """The same config with every path it names moved by `where` (a pod's paths -> this machine's)."""
+        c = self.coordination
+        return self.model_copy(update={
+            "output_root": where(self.output_root),
+            "tokenizer_path": where(self.tokenizer_path) if self.tokenizer_path else None,
+            "datasets": [d.model_copy(update={"path": where(d.path)}) for d in self.datasets],
+            "coordination": c.model_copy(update={"directory": where(c.directory) if c.directory else None})})
 
     def to_document(self) -> dict[str, Any]:
         """The config as its file holds it (snake_case, JSON types): what jobrunner parses back."""

@@ -27,6 +27,17 @@ def test_what_a_writer_builds_parses_back_the_same():
     assert GenerateConfig.model_validate(document) == built
 
 
+def test_with_paths_moves_every_path_the_config_names_and_nothing_else():
+    config = GenerateConfig.model_validate({**BASE, "coordination": {"kind": "file", "directory": "/o/c"}})
+    moved = config.with_paths(lambda p: "/here" + p)
+    assert (moved.output_root, moved.tokenizer_path, moved.datasets[0].path, moved.coordination.directory) == (
+        "/here/o", "/here/t", "/herea.jsonl", "/here/o/c")
+    assert moved.model_copy(update={"output_root": "/o", "tokenizer_path": "/t", "datasets": config.datasets,
+                                    "coordination": config.coordination}) == config
+    default = GenerateConfig.model_validate(BASE).with_paths(lambda p: "/here" + p)
+    assert default.coordination.directory is None and str(default.coordination_directory()) == "/here/o/coordination"
+
+
 def test_defaults_are_the_reference_run_and_the_specs():
     config = GenerateConfig.model_validate(BASE)
     assert tuple(config.prompt_classes) == DEFAULT_PROMPT_CLASSES

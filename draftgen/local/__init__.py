@@ -5,15 +5,18 @@ and the observed world and says which Jobs must exist, which must go, and what t
 how the world is observed and how a decision is applied differ:
 
     cluster (draftgen_operator)            this machine (draftgen.local)
-    a Job and its pods                     a LocalJob: one process at a time, retried as the Job would be
+    a Job and its pods                     a LocalJob: its container's command as one process at a
+                                           time, retried as the Job would be
+    the generate config's ConfigMap        its keys as files (<output>/local-run/volumes/configmaps/)
     report ConfigMaps                      progress-rNNN.json files (file coordination)
     the object's status                    <output>/local-run/state.json, and the terminal
     Events                                 lines on the terminal
-    volumes mounted at /data, the model    --data-dir and --model-dir (paths translated, never recomputed)
+    volumes mounted at /data, the model    --data-dir and --model-dir (the same paths under them)
     the SGLang sidecar                     --server-url, or a `jobrunner simulate` child
 
     spec_file   the manifest, checked with the admission rules (draftgen.admission)
-    paths       the pods' paths and commands on this machine
+    paths       where the pods' paths are on this machine
+    pod_process a decided Job as a local process: every difference from a pod, in one place
     server      the generation server: a running one, or the simulator
     local_job   process supervision: one Job as local processes
     state       what a rerun continues from

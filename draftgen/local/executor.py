@@ -2,9 +2,9 @@
 
 The loop is the operator's reconcile (draftgen.reconcile.decide) with local hands: the world it
 observes is the LocalJobs' states, the replicas' progress files and the status kept in state.json;
-applying a decision starts or stops processes. RBAC objects and ConfigMaps have nothing to stand
-for here (the generate config is written beside the process that reads it), so they are only
-recorded as existing.
+applying a decision runs the decided objects: a Job is its main container's command as a process
+(pod_process), a ConfigMap its keys as files in a folder that stands for its volume. RBAC objects
+have nothing to stand for here, so they are only recorded as existing.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from draftgen import api, plan
 from draftgen.conditions import ConditionType, condition
 from draftgen.observed import World
 from draftgen.reasons import Reason
 from draftgen.reconcile import Decision, decide
 from draftgen_contracts import exit_codes, names
-from draftgen_contracts.generate_config import CoordinationConfig
+from draftgen_contracts.generate_config import GenerateConfig, default_coordination_directory
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_contracts.timestamps import utc_now_iso
@@ -30,16 +32,17 @@ from jobrunner.output import record_files
 
 from .local_job import LocalJob, log_tail
 from .output_owner import claim, owner_of
-from .paths import JOBRUNNER, extract_placement, local_argv, local_path, pod_mounts
+from .paths import JOBRUNNER, local_path, pod_mounts
+from .pod_process import PodProcess, config_map_folder, pod_process, with_device
 from .progress_view import ProgressView
 from .server import GenerationServer, ServerFailed
 from .spec_file import local_spec
 from .state import STATE_FILE, RunState, StateFile, next_generation, spec_digest
 
-NAMESPACE = "local"  # the reconcile's namespace: here it only names the generate config's coordination
-TICK_S = 1.0  # generate publishes its progress this often: the loop's pace when nothing else happens
+NAMESPACE = "local"  # the reconcile's namespace: nothing of a local run is namespaced
+TICK_S = plan.REPORT_INTERVAL_S  # generate publishes its progress this often: the loop's pace when nothing else happens
 POLL_S = 0.05
-PROGRESS_INTERVAL_S = 1.0
+SETTINGS = plan.OperatorSettings(coordination="file")  # no API server: replicas report through files
 PIPELINE = (Component.PREFLIGHT, Component.GENERATE, Component.MERGE, Component.EXTRACT)
 
 
@@ -66,15 +69,11 @@ class LocalExecutor:
         self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self.output_root = Path(local_path(plan.output_root(name, spec), self.mounts))
-        self.run_dir = self.output_root / "local-run"  # the state, the generate config, the children's logs
+        self.run_dir = self.output_root / "local-run"  # the state, the volumes' folders, the children's logs
+        self.volumes_dir = self.run_dir / "volumes"  # the ConfigMaps' and emptyDirs' folders (pod_process)
         self.extract_device = extract_device
-        # The server's URL is known only once it runs: generate gets it as --server-url, as in the pods.
-        self.generate_config = plan.generate_config(
-            self.spec, server_url=server_url or f"http://127.0.0.1:{spec.server.port}",
-            output_root=str(self.output_root), tokenizer_path=local_path(spec.model.tokenizer_path(), self.mounts),
-            dataset_paths={d.name: local_path(plan.dataset_path(spec, d), self.mounts) for d in spec.datasets},
-            coordination=CoordinationConfig(kind="file"), run_id=name, progress_interval_s=PROGRESS_INTERVAL_S)
-        self.coordination_dir = self.generate_config.coordination_directory()
+        self.coordination_dir = Path(local_path(default_coordination_directory(plan.output_root(name, spec)),
+                                                self.mounts))
         self.coordination: FileCoordinator | None = None  # made (with its folder) once the run may start
         self.server = GenerationServer(self.spec, local_path(spec.model.checkpoint_path(), self.mounts),
                                        self.run_dir / "simulator.log", server_url, self.say)
@@ -132,7 +131,7 @@ class LocalExecutor:
             if self.interrupted:
                 raise Interrupted(self.interrupted)
             decision = decide(self.name, NAMESPACE, self.state.generation, self.spec, self.state.status,
-                              self.observe(), plan.OperatorSettings(), utc_now_iso())
+                              self.observe(), SETTINGS, utc_now_iso())
             self.apply(decision)
             self.show(view, decision.status)
             self.state.status = decision.status
@@ -191,45 +190,52 @@ class LocalExecutor:
             elif names.LABEL_OUTPUT_LOCK in obj["metadata"]["labels"]:
                 claim(self.output_root, obj["data"]["owner"])
             else:
+                if obj["kind"] == "ConfigMap":
+                    self.write_config_map(obj)
                 self.existing.add((obj["kind"], obj["metadata"]["name"]))
         for event_type, reason, message in decision.events:
             self.say(f"event {event_type} {reason}: {message}")
         if not any(j.component == Component.GENERATE for j in self.jobs.values()):
             self.server.stop()
 
+    def write_config_map(self, obj: dict) -> None:
+        """Its keys as files, as its volume shows them; the generate config names the pods' paths,
+        which move here as the containers' arguments do. A file already holding the same text is
+        left as it is (a rerun changes nothing it does not have to)."""
+        folder = config_map_folder(self.volumes_dir, obj["metadata"]["name"])
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, text in (obj.get("data") or {}).items():
+            if key == names.GENERATE_CONFIG_KEY:
+                config = GenerateConfig.model_validate(yaml.safe_load(text))
+                text = plan.config_text(config.with_paths(lambda p: local_path(p, self.mounts)))
+            if not (folder / key).is_file() or (folder / key).read_text() != text:
+                (folder / key).write_text(text)
+
     def create_job(self, obj: dict) -> None:
         meta = obj["metadata"]
         name, component = meta["name"], meta["labels"][names.LABEL_COMPONENT]
         log = self.run_dir / f"{component}.log"
-        job = LocalJob(name, component, (meta.get("annotations") or {}).get(names.CONFIG_HASH_ANNOTATION), [], log,
+        job = LocalJob(name, component, (meta.get("annotations") or {}).get(names.CONFIG_HASH_ANNOTATION), log,
                        self.say)
         self.jobs[name] = job
         self.started.add(component)
         try:
-            job.argv = self.command_of(component)
+            job.process = self.placed(component, pod_process(obj, self.mounts, self.volumes_dir))
         except ServerFailed as e:
             job.fail(Reason.SERVER_FAILED, str(e))
             return
         self.say(f"{component}: started, log {log}")
         job.start()
 
-    def command_of(self, component: str) -> list[str]:
-        """The Job's command line here: the plan's, with local paths."""
-        config = self.run_dir / "generate.yaml"
-        if component in (Component.PREFLIGHT, Component.GENERATE):
-            config.write_text(plan.config_text(self.generate_config))
-        if component == Component.PREFLIGHT:
-            model = local_path(self.spec.model.checkpoint_path(), self.mounts)
-            return [*JOBRUNNER, *plan.preflight_command(str(config), model,
-                                                        str(self.output_root / names.PREFLIGHT_KEY))[1:]]
+    def placed(self, component: str, process: PodProcess) -> PodProcess:
+        """What only this executor knows: the local server's URL, the device extraction runs on."""
         if component == Component.GENERATE:
             url = self.server.start()
             self.say(f"generate: {url}, output {self.output_root}")
-            return [*JOBRUNNER, *plan.generate_command(str(config), 0, url)[1:]]
-        if component == Component.MERGE:
-            return local_argv(plan.merge_command(self.name, self.spec), self.mounts)
-        placement = extract_placement(self.extract_device)
-        return local_argv(plan.extract_command(self.name, self.spec, placement=placement), self.mounts)
+            return process.with_option("--server-url", url).without_option("--metrics-address")
+        if component == Component.EXTRACT:
+            return with_device(process, self.extract_device)
+        return process
 
     # ---- what the user sees ------------------------------------------------------------------
 

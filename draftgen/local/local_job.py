@@ -19,6 +19,8 @@ from draftgen.observed import JobState
 from draftgen.policies.retry_policy import after_exit
 from draftgen_contracts import exit_codes
 
+from .pod_process import PodProcess
+
 LOG_TAIL_LINES = 20
 STOP_GRACE_S = 30.0
 
@@ -51,9 +53,10 @@ def stop(proc: subprocess.Popen, timeout_s: float = STOP_GRACE_S) -> None:
 
 
 class LocalJob:
-    def __init__(self, name: str, component: str, config_hash: str | None, argv: list[str], log: Path, say):
+    def __init__(self, name: str, component: str, config_hash: str | None, log: Path, say):
         self.name, self.component, self.config_hash = name, component, config_hash
-        self.argv, self.log, self.say = argv, log, say
+        self.log, self.say = log, say
+        self.process: PodProcess | None = None  # what each of its pods runs; set before start()
         self.backoff_limit = exit_codes.BACKOFF_LIMITS[component]
         self.proc: subprocess.Popen | None = None
         self.failed_pods = 0
@@ -65,9 +68,9 @@ class LocalJob:
 
     def start(self) -> LocalJob:
         with open(self.log, "ab") as f:
-            self.proc = subprocess.Popen(self.argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, preexec_fn=die_with_parent,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.proc = subprocess.Popen(self.process.argv, stdout=f, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent,
+                                         env={**os.environ, **self.process.env, "PYTHONUNBUFFERED": "1"})
         return self
 
     def running(self) -> bool:

@@ -12,7 +12,6 @@ from kubernetes import client
 
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
 from draftgen_dev.cluster.kubelet.image_pull import pull_error, registry_host
-from draftgen_dev.cluster.kubelet.pod_env import expand_vars
 from tests.conftest import REPO, is_gone, wait_for
 
 MAIN = textwrap.dedent("""
@@ -147,11 +146,6 @@ def test_image_references_name_their_registry_host():
     assert registry_host("lmsysorg/sglang:latest") == "" and registry_host("python") == ""
     assert pull_error("lmsysorg/sglang:latest") is None
     assert "lookup registry.invalid: no such host" in pull_error("registry.invalid:5000/a/b")
-
-
-def test_expand_vars_follows_kubernetes_rules():
-    env = {"A": "1", "B": "two"}
-    assert expand_vars("$(A)-$(B)-$(C)-$$(A)", env) == "1-two-$(C)-$(A)"
 
 
 def pod_names(core, namespace, label):

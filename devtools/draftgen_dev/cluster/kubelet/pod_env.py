@@ -10,16 +10,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)|\$\$")
-
-
-def expand_vars(text: str, env: dict[str, str]) -> str:
-    """Kubernetes `$(VAR)` expansion: known vars are replaced, unknown ones kept, `$$` escapes `$`."""
-    def repl(m: re.Match) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-    return _VAR_REF.sub(repl, text)
+from draftgen.env_vars import expand_vars
 
 
 def field_value(pod: client.V1Pod, pod_ip: str, path: str) -> str:

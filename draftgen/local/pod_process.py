@@ -1,0 +1,112 @@
+"""A decided Job as a process on this machine: its main container's command, environment and
+mounts as the Job says, with this machine's paths.
+
+What the process gets otherwise than the pod, all of it here (docs/local-run.md#what-a-local-run-changes):
+- `jobrunner` is this interpreter's `python -m jobrunner.cli` (there is no image to run);
+- a path under one of the container's mounts is the same path under the local folder that stands
+  for the volume: the folder the user names for a claim (by where the pod mounts it), one folder
+  per ConfigMap (the executor writes its keys there), one per emptyDir; /dev is this machine's;
+- the pod's IP is 127.0.0.1;
+- per component (the executor's, since they need what only it knows): generate's `--server-url`
+  is the local server's, which listens on a free port, and generate serves no metrics port (two
+  runs on one machine would want the same one); extraction runs where --extract-device says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from draftgen.env_vars import expand_vars
+
+from .paths import JOBRUNNER, local_path
+
+POD_IP_HERE = "127.0.0.1"
+MACHINE_MOUNTS = ("/dev/",)  # /dev/shm and the like: this machine's own
+
+
+class NotRunnableHere(ValueError):
+    """The Job asks for something a local process has nothing to stand for."""
+
+
+@dataclass(frozen=True)
+class PodProcess:
+    argv: list[str]
+    env: dict[str, str]  # the container's variables, on top of this process's environment
+
+    def with_option(self, flag: str, value: str) -> PodProcess:
+        """`flag value` in place of the argv's (added when it has none)."""
+        rest = self.without_option(flag).argv
+        return PodProcess([*rest, flag, value], self.env)
+
+    def without_option(self, flag: str) -> PodProcess:
+        argv = list(self.argv)
+        while flag in argv:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+        return PodProcess(argv, self.env)
+
+
+def main_container(job: dict) -> dict:
+    return job["spec"]["template"]["spec"]["containers"][0]
+
+
+def config_map_folder(volumes_dir: Path, name: str) -> Path:
+    """Where a ConfigMap's keys are files here, as a configMap volume shows them in a pod."""
+    return volumes_dir / "configmaps" / name
+
+
+def container_env(container: dict) -> dict[str, str]:
+    """The container's `env`, values expanded in order as the kubelet expands them."""
+    env: dict[str, str] = {}
+    for var in container.get("env") or []:
+        source = var.get("valueFrom")
+        if source is None:
+            env[var["name"]] = expand_vars(var.get("value", ""), env)
+        elif (source.get("fieldRef") or {}).get("fieldPath") == "status.podIP":
+            env[var["name"]] = POD_IP_HERE
+        else:
+            raise NotRunnableHere(f"container {container['name']}: env {var['name']} comes from {source}, "
+                                  "which has nothing to stand for it here")
+    return env
+
+
+def container_mounts(job: dict, folders: dict[str, Path], volumes_dir: Path) -> dict[str, Path]:
+    """Each mount path of the Job's main container -> the local folder that stands for its volume."""
+    volumes = {v["name"]: v for v in job["spec"]["template"]["spec"].get("volumes", [])}
+    mounts: dict[str, Path] = {}
+    for mount in main_container(job).get("volumeMounts", []):
+        path, volume = mount["mountPath"], volumes[mount["name"]]
+        if path.startswith(MACHINE_MOUNTS):
+            continue
+        if "configMap" in volume:
+            mounts[path] = config_map_folder(volumes_dir, volume["configMap"]["name"])
+        elif "emptyDir" in volume:
+            mounts[path] = volumes_dir / "emptydirs" / job["metadata"]["name"] / mount["name"]
+        elif "persistentVolumeClaim" in volume and path in folders:
+            mounts[path] = folders[path]
+        else:
+            raise NotRunnableHere(f"volume {mount['name']} mounted at {path}: no local folder stands for it "
+                                  f"(the local folders are for {sorted(folders)})")
+    return mounts
+
+
+def pod_process(job: dict, folders: dict[str, Path], volumes_dir: Path) -> PodProcess:
+    """The Job's main container as a local command: variables expanded, paths mapped, emptyDirs made."""
+    container = main_container(job)
+    env = container_env(container)
+    mounts = container_mounts(job, folders, volumes_dir)
+    for folder in mounts.values():
+        if folder.is_relative_to(volumes_dir / "emptydirs"):
+            folder.mkdir(parents=True, exist_ok=True)
+    argv = [expand_vars(a, env) for a in [*container["command"], *(container.get("args") or [])]]
+    if argv[0] != "jobrunner":
+        raise NotRunnableHere(f"container {container['name']} runs {argv[0]!r}: only jobrunner's commands run here")
+    return PodProcess([*JOBRUNNER, *(local_path(a, mounts) for a in argv[1:])], env)
+
+
+def with_device(process: PodProcess, device: str) -> PodProcess:
+    """Extraction on `device` (a torch device, or "auto": spread over this machine's GPUs) instead of
+    the pod's placement."""
+    placed = process.without_option("--device-map").without_option("--device")
+    return placed.with_option("--device-map", "auto") if device == "auto" else placed.with_option("--device", device)
