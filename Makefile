@@ -26,9 +26,12 @@ controllers: $(STAMP)
 sglang: $(STAMP)
 	$(PYTHON) -m draftgen_dev.real_sglang.install > /dev/null
 
-# SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest.
+# SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest. Two pytest
+# workers: most of a test on the control plane or a real server is waiting for it, so the tests
+# that share one (conftest.py's groups) run on one worker while the other runs the rest.
+TEST_WORKERS ?= 2
 test: controllers sglang
-	$(PYTHON) -m pytest $(if $(SLOW),--slow) $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 # The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);
 # SERVER=simulator serves them with jobrunner's simulator instead (no SGLang install).

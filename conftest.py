@@ -1,4 +1,5 @@
-"""Root pytest configuration: the slow tier (soak and torture runs) is opt-in."""
+"""Root pytest configuration: the slow tier (soak and torture runs) is opt-in; the tests that share
+a costly fixture are grouped, so that with pytest-xdist (`make test`) one worker starts it, once."""
 
 import os
 
@@ -10,11 +11,30 @@ def pytest_addoption(parser):
                      help="also run tests marked slow (soak and torture runs); `make test SLOW=1`")
 
 
+REAL_SGLANG_TIER = "tests/real_sglang/"  # its package-scoped server (tests/real_sglang/conftest.py)
+
+
+def shared_fixture_group(item) -> str:
+    """The tests a test must run beside, in one worker, so that the costly fixture they share starts
+    once: the local control plane (a session's), the real SGLang server (its package's), else the
+    test's module (its module-scoped fixtures: a quickstart run, a trainer's packages)."""
+    if "cluster" in getattr(item, "fixturenames", ()):
+        return "control-plane"
+    if item.nodeid.startswith(REAL_SGLANG_TIER):
+        return "real-sglang"
+    return item.nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    # The tests on the local control plane last: once started it keeps about half a core busy (the
-    # API server alone about 30 %), which the tests before it get back. The order is otherwise kept,
-    # so the tests of a package or module stay together (their shared fixtures start once).
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    # Run serially, the tests on the local control plane go last: once started it keeps about half
+    # a core busy (the API server alone about 30 %), which the tests before it get back. The order is
+    # otherwise kept, so the tests of a package or module stay together (their fixtures start once).
+    # With workers (`--dist loadgroup`), a group is one unit of work and the units with the most
+    # tests are handed out first: the control plane's tests start at once on one worker, and the
+    # other worker runs the rest (a worker takes its next unit when it has at most two tests left).
+    items.sort(key=lambda item: shared_fixture_group(item) == "control-plane")
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(shared_fixture_group(item)))
     if config.getoption("--slow"):
         return
     skip = pytest.mark.skip(reason="slow tier: run with `make test SLOW=1`")

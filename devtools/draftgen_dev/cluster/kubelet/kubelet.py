@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -25,6 +26,37 @@ log = logging.getLogger("local-kubelet")
 def pod_ip_for(index: int) -> str:
     """Every pod its own loopback address, so two pods' servers can listen on one port."""
     return f"127.0.{1 + index // 250}.{1 + index % 250}"
+
+
+def declared_ports(pod: client.V1Pod) -> list[int]:
+    containers = [*(pod.spec.init_containers or []), *pod.spec.containers]
+    return sorted({p.container_port for c in containers for p in c.ports or []})
+
+
+def taken_ports(ip: str, ports: list[int]) -> list[int]:
+    """The ports someone already listens on at `ip` (directly or on all addresses)."""
+    taken = []
+    for port in ports:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed connection's TIME_WAIT is no owner
+            try:
+                s.bind((ip, port))
+            except OSError:
+                taken.append(port)
+    return taken
+
+
+def free_pod_ip(index: int, ports: list[int]) -> tuple[str, int]:
+    """From the index-th pod address on, the first on which none of `ports` is taken, and the index
+    after it. A process this kubelet does not know (another cluster's pod, a server on all
+    addresses) would otherwise answer a pod's probes in place of its own server, which then fails
+    to bind."""
+    while True:
+        ip, index = pod_ip_for(index), index + 1
+        taken = taken_ports(ip, ports)
+        if not taken:
+            return ip, index
+        log.warning("address %s skipped: ports %s already taken there", ip, taken)
 
 
 class LocalKubelet:
@@ -57,8 +89,8 @@ class LocalKubelet:
                 threading.Thread(target=self._delete, args=(pod, runner, grace), daemon=True).start()
                 return
             if runner is None and pod.spec.node_name and (pod.status.phase in (None, "Pending")):
-                runner = PodRunner(self, pod, pod_ip_for(self.next_ip))
-                self.next_ip += 1
+                ip, self.next_ip = free_pod_ip(self.next_ip, declared_ports(pod))
+                runner = PodRunner(self, pod, ip)
                 self.runners[uid] = runner
                 runner.start()
 

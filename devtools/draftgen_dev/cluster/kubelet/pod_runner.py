@@ -261,11 +261,14 @@ class PodRunner(threading.Thread):
                         os.killpg(proc.pid, signal.SIGTERM if grace_s else signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-            for proc in group:
+            for proc in group:  # one gone in between must not leave the others (its sidecars) running
                 try:
                     proc.wait(max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                     proc.wait()
 
     def terminate(self, grace_s: float) -> None:
