@@ -33,9 +33,9 @@ from jobrunner.output import record_files
 from .local_job import LocalJob, log_tail
 from .output_owner import claim, owner_of
 from .paths import JOBRUNNER, local_path, pod_mounts
-from .pod_process import PodProcess, config_map_folder, pod_process, with_device
+from .pod_process import PodProcess, config_map_folder, pod_process, server_sidecar, with_device
 from .progress_view import ProgressView
-from .server import GenerationServer, ServerFailed
+from .server import GenerationServer, ServerFailed, runs_simulator
 from .spec_file import local_spec
 from .state import STATE_FILE, RunState, StateFile, next_generation, spec_digest
 
@@ -220,22 +220,26 @@ class LocalExecutor:
         self.jobs[name] = job
         self.started.add(component)
         try:
-            job.process = self.placed(component, pod_process(obj, self.mounts, self.volumes_dir))
+            job.process = self.placed(obj, component, pod_process(obj, self.mounts, self.volumes_dir))
         except ServerFailed as e:
             job.fail(Reason.SERVER_FAILED, str(e))
             return
         self.say(f"{component}: started, log {log}")
         job.start()
 
-    def placed(self, component: str, process: PodProcess) -> PodProcess:
+    def placed(self, job: dict, component: str, process: PodProcess) -> PodProcess:
         """What only this executor knows: the local server's URL, the device extraction runs on."""
         if component == Component.GENERATE:
-            url = self.server.start()
+            url = self.server.start(self.server_process(job))
             self.say(f"generate: {url}, output {self.output_root}")
             return process.with_option("--server-url", url).without_option("--metrics-address")
         if component == Component.EXTRACT:
             return with_device(process, self.extract_device)
         return process
+
+    def server_process(self, job: dict) -> PodProcess | None:
+        """The generation pod's server sidecar as a local process, when it is one that runs here."""
+        return pod_process(job, self.mounts, self.volumes_dir, server_sidecar(job)) if runs_simulator(self.spec) else None
 
     # ---- what the user sees ------------------------------------------------------------------
 

@@ -7,9 +7,12 @@ What the process gets otherwise than the pod, all of it here (docs/local-run.md#
   for the volume: the folder the user names for a claim (by where the pod mounts it), one folder
   per ConfigMap (the executor writes its keys there), one per emptyDir; /dev is this machine's;
 - the pod's IP is 127.0.0.1;
+- the generation pod's server sidecar, when it is jobrunner's simulator, runs as given on a free
+  port (`--port 0`: two runs on one machine would want the same one); any other server is not run
+  (draftgen.local.server);
 - per component (the executor's, since they need what only it knows): generate's `--server-url`
-  is the local server's, which listens on a free port, and generate serves no metrics port (two
-  runs on one machine would want the same one); extraction runs where --extract-device says.
+  is the local server's, and generate serves no metrics port (for the same reason); extraction
+  runs where --extract-device says.
 """
 
 from __future__ import annotations
@@ -51,6 +54,12 @@ def main_container(job: dict) -> dict:
     return job["spec"]["template"]["spec"]["containers"][0]
 
 
+def server_sidecar(job: dict) -> dict | None:
+    """The generation pod's server: its native sidecar (an init container that keeps running)."""
+    pod = job["spec"]["template"]["spec"]
+    return next((c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"), None)
+
+
 def config_map_folder(volumes_dir: Path, name: str) -> Path:
     """Where a ConfigMap's keys are files here, as a configMap volume shows them in a pod."""
     return volumes_dir / "configmaps" / name
@@ -71,11 +80,11 @@ def container_env(container: dict) -> dict[str, str]:
     return env
 
 
-def container_mounts(job: dict, folders: dict[str, Path], volumes_dir: Path) -> dict[str, Path]:
-    """Each mount path of the Job's main container -> the local folder that stands for its volume."""
+def container_mounts(job: dict, container: dict, folders: dict[str, Path], volumes_dir: Path) -> dict[str, Path]:
+    """Each mount path of one of the Job's containers -> the local folder that stands for its volume."""
     volumes = {v["name"]: v for v in job["spec"]["template"]["spec"].get("volumes", [])}
     mounts: dict[str, Path] = {}
-    for mount in main_container(job).get("volumeMounts", []):
+    for mount in container.get("volumeMounts", []):
         path, volume = mount["mountPath"], volumes[mount["name"]]
         if path.startswith(MACHINE_MOUNTS):
             continue
@@ -91,11 +100,12 @@ def container_mounts(job: dict, folders: dict[str, Path], volumes_dir: Path) -> 
     return mounts
 
 
-def pod_process(job: dict, folders: dict[str, Path], volumes_dir: Path) -> PodProcess:
-    """The Job's main container as a local command: variables expanded, paths mapped, emptyDirs made."""
-    container = main_container(job)
+def pod_process(job: dict, folders: dict[str, Path], volumes_dir: Path, container: dict | None = None) -> PodProcess:
+    """One of the Job's containers (its main one by default) as a local command: variables expanded,
+    paths mapped, emptyDirs made."""
+    container = container or main_container(job)
     env = container_env(container)
-    mounts = container_mounts(job, folders, volumes_dir)
+    mounts = container_mounts(job, container, folders, volumes_dir)
     for folder in mounts.values():
         if folder.is_relative_to(volumes_dir / "emptydirs"):
             folder.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,10 @@
-"""The generation server of a local run: one the user runs (--server-url), or a simulator child."""
+"""The generation server of a local run: one the user runs (--server-url), or a simulator child: the
+generation pod's own server sidecar when that is the simulator, else the simulator with the pod's
+flags but not the spec's own server args (they are another server's)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -10,6 +13,7 @@ from draftgen import api, plan
 
 from .local_job import die_with_parent, log_tail, stop
 from .paths import JOBRUNNER
+from .pod_process import PodProcess
 
 SIMULATOR_COMMAND = ["jobrunner", "simulate"]
 SERVER_URL_TIMEOUT_S = 60.0  # the simulator binds at once; the readiness wait is generate's own
@@ -24,12 +28,11 @@ def runs_simulator(spec: api.DatasetGenerationSpec) -> bool:
     return spec.server.command[:2] == SIMULATOR_COMMAND
 
 
-def simulator_argv(spec: api.DatasetGenerationSpec, model_path: str) -> list[str]:
-    """`jobrunner simulate` with the flags the pod's server gets (plan.server_args), on a free loopback
-    port; the spec's own server args only when that server is the simulator."""
-    extra = spec.server.args if runs_simulator(spec) else []
+def stand_in_argv(spec: api.DatasetGenerationSpec, model_path: str) -> list[str]:
+    """`jobrunner simulate` standing in for a server that is not the simulator: the flags the pod's
+    server gets (plan.server_args) without the spec's own args, on a free loopback port."""
     return [*JOBRUNNER, "simulate", *plan.server_args(spec, host="127.0.0.1", port=0, model_path=model_path,
-                                                      extra=extra)]
+                                                      extra=[])]
 
 
 class GenerationServer:
@@ -40,17 +43,22 @@ class GenerationServer:
         self.proc: subprocess.Popen | None = None
         self.url = url
 
-    def start(self) -> str:
+    def start(self, sidecar: PodProcess | None) -> str:
+        """The URL generate talks to. `sidecar`: the generation pod's server as a local process, when
+        that server runs here (the simulator); it gets a free port."""
         if self.url:
             return self.url
-        if not runs_simulator(self.spec):
+        if sidecar is not None:
+            argv, env = sidecar.with_option("--port", "0").argv, sidecar.env
+        else:
             self.say(f"generate: spec.server.command is {self.spec.server.command}, not {SIMULATOR_COMMAND}: "
                      "using the simulator with default flags (pass --server-url for a running SGLang)")
+            argv, env = stand_in_argv(self.spec, self.model_path), {}
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as f:
-            self.proc = subprocess.Popen(simulator_argv(self.spec, self.model_path), stdout=f,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=die_with_parent)
+            self.proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, preexec_fn=die_with_parent,
+                                         env={**os.environ, **env})
         self.url = self._printed_url()
         return self.url
 
