@@ -212,8 +212,9 @@ class SGLangClient:
             result.rid = attempt_rid
             return result
         if rid in self._aborted:
-            # some SGLang versions answer an aborted request with a 400 or a 500 instead of a 200
-            # whose finish_reason is abort
+            # an abort SGLang made itself with a status code (0.5.23: 503 for a request retracted
+            # without a KV backup, 500 out of memory; docs/budgets.md) answers with that status,
+            # not a 200 whose finish_reason is abort, even when draftgen was cutting it too
             return aborted_result(attempt_rid, 0, parse_error_message(payload), output_lost=True)
         if not is_retryable(status):
             raise BadRequest(parse_error_message(payload), status)
