@@ -318,8 +318,8 @@ class GenerateResult:
     completion_tokens: int
     rid: str
     attempts: int = 1
-    # The server answered the abort with an error status instead of the output made so far (some
-    # SGLang versions): what it had generated is lost.
+    # The server answered an aborted request with an error status instead of the output made so far
+    # (SGLang's own aborts that carry a status code, docs/budgets.md): what it had generated is lost.
     output_lost: bool = False
 
 

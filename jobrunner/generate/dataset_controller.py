@@ -35,6 +35,7 @@ from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig, GenerateConfig
 from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
 from jobrunner.generate.decode_clock import DecodeClock
+from jobrunner.generate.end_tokens import ends_complete, request_end_ids
 from jobrunner.generate.length_model import LengthModel
 from jobrunner.output import OutputTotals
 from jobrunner.prompts import Prompt
@@ -69,6 +70,18 @@ def surplus(finals: dict[int, float], need: float) -> list[int]:
         covered -= final
         trimmed.append(row)
     return trimmed
+
+
+# Cut answers the server lost before a process stops cutting, if they are most of them: one lost now
+# and then is SGLang aborting, for its own reasons, a request draftgen was cutting (docs/budgets.md).
+LOST_CUTS_TO_STOP = 3
+
+
+def loses_cut_outputs(lost: int, kept: int) -> bool:
+    """Whether the server answers cut requests without their output as a rule, so that nothing can
+    be kept of a cut: then the process aborts at the budget instead (cutting would go round, each
+    cut's work lost, its rows sent again)."""
+    return lost >= LOST_CUTS_TO_STOP and lost > kept
 
 
 def peer_spend(progress: DatasetProgress, budget_tokens: int) -> Spend:
@@ -111,7 +124,7 @@ class DatasetController:
     def __init__(self, config: DatasetConfig, totals: OutputTotals, clock: DecodeClock, *, sample_cap: int | None,
                  max_new_tokens: int, replicas: int = 1, replica: int = 0, first_receiver: int = 0,
                  cuts_at_budget: bool = False, settled: bool = False,
-                 elsewhere: dict[int, DurableCounts] | None = None):
+                 elsewhere: dict[int, DurableCounts] | None = None, end_ids: frozenset[int] = frozenset()):
         self.config = config
         self.totals = totals  # the writer's live counts (read only)
         self.clock = clock  # the server's, shared by every dataset of the process
@@ -122,6 +135,7 @@ class DatasetController:
         # The requests in flight at the budget are cut, not aborted (budget_shares.AT_BUDGET).
         self.cuts_at_budget = cuts_at_budget
         self.settled = settled  # this replica sends no more for the dataset (budget_shares.settles)
+        self.end_ids = end_ids  # the ids a response of the dataset ends at (jobrunner.generate.end_tokens)
         self.elsewhere = elsewhere or {}  # the other parts on disk at the start
         self.siblings: Sequence[DatasetController] = (self,)  # every dataset of the process (read only)
         self.later: Sequence[DatasetController] = ()  # the datasets after this one (read only)
@@ -132,6 +146,7 @@ class DatasetController:
         self.started = False
         self.rows_exhausted = False
         self.stopped = False
+        self.cut_answers = {False: 0, True: 0}  # answers to cuts, by whether the server lost their output
         self.requeued: deque[Prompt] = deque()  # rows whose requests were trimmed or cut empty, to send again
         self.waiting_for_class: str | None = None  # the class the feed's next prompt waits for
         self.classes_sent: set[str] = set()
@@ -144,7 +159,8 @@ class DatasetController:
 
     @classmethod
     def for_dataset(cls, config: GenerateConfig, index: int, totals: OutputTotals, clock: DecodeClock,
-                    previous: DatasetProgress | None, elsewhere: dict[int, DurableCounts]) -> DatasetController:
+                    previous: DatasetProgress | None, elsewhere: dict[int, DurableCounts],
+                    model_end_ids: frozenset[int] = frozenset()) -> DatasetController:
         """The controller of the run's `index`-th dataset, resumed from the writer's totals and this
         replica's last report."""
         d = config.datasets[index]
@@ -153,7 +169,8 @@ class DatasetController:
                    max_new_tokens=d.max_new_tokens or largest_max_new, replicas=config.replicas,
                    replica=config.replica, first_receiver=budget_shares.first_receiver(index, config.replicas),
                    cuts_at_budget=config.at_budget == budget_shares.CUT,
-                   settled=still_settled(previous, d.budget_tokens), elsewhere=elsewhere)
+                   settled=still_settled(previous, d.budget_tokens), elsewhere=elsewhere,
+                   end_ids=request_end_ids(d.sampling_params, model_end_ids))
 
     @property
     def name(self) -> str:
@@ -271,6 +288,11 @@ class DatasetController:
         self.stopped = True
         return [Stop(tuple(r.rid for r in self.requests.values()))]
 
+    def stop_cutting_at_budget(self) -> None:
+        """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
+        self.cuts_at_budget = False
+        self._changed()
+
     def rows_ran_out(self) -> None:
         self.rows_exhausted = True
 
@@ -279,11 +301,6 @@ class DatasetController:
 
     def next_requeued(self) -> Prompt | None:
         return self.requeued.popleft() if self.requeued else None
-
-    def stop_cutting_at_budget(self) -> None:
-        """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
-        self.cuts_at_budget = False
-        self._changed()
 
     # ---- the budget over all replicas -----------------------------------------------------------
 
@@ -425,14 +442,21 @@ class DatasetController:
 
     def _keep_cut(self, prompt: Prompt, result: GenerateResult, e2e_s: float, now: float) -> list[Action]:
         """A request cut at the budget: its partial response kept, cut to what this replica may
-        still add (the tokens past it are the excess). A request that had made nothing is sent
-        again if the dataset still wants more."""
+        still add (the tokens past it are the excess). A request that had made nothing, or whose
+        output the server lost (it aborted the request itself with an error as the cut reached it,
+        docs/budgets.md), is sent again if the dataset still wants more."""
         actions: list[Action] = []
-        if result.output_lost and self.cuts_at_budget:
+        self.cut_answers[result.output_lost] += 1
+        if self.cuts_at_budget and loses_cut_outputs(self.cut_answers[True], self.cut_answers[False]):
             self.stop_cutting_at_budget()
             actions.append(StopCuttingAtBudget())
         room = self.remaining(now)
         output_ids = result.output_ids[:room]
+        if ends_complete(output_ids, self.end_ids):
+            # The abort landed on the step that made an end token, which skips the end checks: the
+            # response is complete, and as long as its server would have made it.
+            return actions + [Keep(GenerateResult(output_ids, "stop", result.prompt_tokens, len(output_ids),
+                                                  result.rid, result.attempts))]
         if output_ids:
             cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid,
                                  result.attempts)

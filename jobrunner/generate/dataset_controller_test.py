@@ -9,7 +9,8 @@ from draftgen_contracts.states import DatasetState
 from draftgen_dev.builders import dataset_progress
 from jobrunner.config import DatasetConfig
 from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
-from jobrunner.generate.dataset_controller import (BudgetStage, DatasetController, peer_spend, replica_sample_cap,
+from jobrunner.generate.dataset_controller import (BudgetStage, DatasetController, loses_cut_outputs, peer_spend,
+                                                   replica_sample_cap,
                                                    still_settled, surplus)
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.output import OutputTotals
@@ -116,15 +117,29 @@ def test_a_response_that_ends_past_what_is_left_before_the_cut_reaches_it_is_cut
     assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=250)]
 
 
-def test_a_server_that_loses_the_output_of_aborts_turns_cutting_off():
-    c = controller(made=500, speed=100.0)
+def test_a_cut_request_whose_output_the_server_lost_gives_its_row_back_and_cutting_goes_on():
+    c = controller(made=400, speed=100.0)
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
+    c.tick(now=2.0)
     lost = GenerateResult([], "abort", 3, 0, "r1", output_lost=True)
-    assert answer(c, prompt(1), "r1", lost, e2e_s=0.5, now=1.5) == [StopCuttingAtBudget()]
-    assert not c.cuts_at_budget
+    assert answer(c, prompt(1), "r1", lost, e2e_s=1.0, now=2.0) == []
+    c.finished(1, "r1", now=2.0)
+    assert c.next_requeued() == prompt(1) and c.cuts_at_budget and c.stage(2.0) == BudgetStage.OPEN
+
+
+def test_a_server_that_loses_most_cut_outputs_turns_cutting_off():
+    assert not loses_cut_outputs(1, 0) and not loses_cut_outputs(3, 3) and loses_cut_outputs(3, 2)
+    c = controller(made=400, speed=100.0)
+    c.start(1.0)
+    lost = [GenerateResult([], "abort", 3, 0, f"r{i}", output_lost=True) for i in range(3)]
+    for i, result in enumerate(lost):
+        c.sent(prompt(i), result.rid, now=1.0)
+    c.tick(now=2.0)
+    verdicts = [answer(c, prompt(i), r.rid, r, e2e_s=1.0, now=2.0) for i, r in enumerate(lost)]
+    assert verdicts == [[], [], [StopCuttingAtBudget()]] and not c.cuts_at_budget
     c.stop_cutting_at_budget()  # the engine tells every dataset, this one too: nothing changes twice
-    assert not c.cuts_at_budget and c.must_cut(1.5) is False
+    assert not c.cuts_at_budget and c.must_cut(2.0) is False
 
 
 def test_traces_are_kept_whole_past_the_budget():
@@ -290,3 +305,24 @@ def test_a_restarted_replica_stays_settled_under_the_same_budget_only(previous, 
 
 def test_sample_cap_shares_add_up():
     assert sum(replica_sample_cap(17, 4, r) for r in range(4)) == 17 and replica_sample_cap(None, 4, 0) is None
+
+
+def test_a_cut_answer_ending_on_an_end_token_is_a_complete_response():
+    # The abort's step skips the server's end checks: the end token it made is kept, and it ends
+    # the response as it would have ended anyway.
+    c = controller(made=400, speed=100.0, end_ids=frozenset({2}))
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    c.tick(now=2.0)
+    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 59 + [2], "abort", 3, 60, "r1"), e2e_s=1.0, now=2.0)
+    assert kept == [Keep(GenerateResult([5] * 59 + [2], "stop", 3, 60, "r1"))]
+    assert c.totals.cut_records == 0 and c.own_tokens == 460
+
+
+def test_an_end_token_past_what_is_left_does_not_make_the_kept_part_complete():
+    c = controller(made=400, speed=100.0, end_ids=frozenset({2}))
+    c.start(1.0)
+    c.sent(prompt(1), "r1", now=1.0)
+    c.tick(now=2.0)
+    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 129 + [2], "abort", 3, 130, "r1"), e2e_s=1.0, now=2.0)
+    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130)]

@@ -27,6 +27,7 @@ from jobrunner.generate import provenance
 from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
 from jobrunner.generate.dataset_controller import DatasetController, BudgetStage
 from jobrunner.generate.decode_clock import DecodeClock
+from jobrunner.generate.end_tokens import model_end_ids
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.generate.slot_table import SlotTable
 from jobrunner.output import PartWriter, other_parts
@@ -64,6 +65,8 @@ class Engine:
     def __init__(self, config: GenerateConfig, client: SGLangClient, coordinator: Coordinator,
                  tokenizer=None, context_length: int | None = None, on_action: ActionHook | None = None):
         self.config = config
+        # The model folder the tokenizer comes from holds its configs (as for the vocabulary's size).
+        self.end_ids = model_end_ids(config.tokenizer_path, tokenizer)
         self.client = client
         self.coordinator = coordinator
         self.tokenizer = tokenizer
@@ -158,7 +161,8 @@ class Engine:
             writer = self.writers[d.name] = PartWriter(cfg.output_root, d.name, cfg.replica)
             elsewhere = other_parts(cfg.output_root, d.name, cfg.replica, cfg.replicas)
             before = previous.datasets.get(d.name) if previous else None
-            self.datasets.append(DatasetController.for_dataset(cfg, index, writer.totals, clock, before, elsewhere))
+            self.datasets.append(DatasetController.for_dataset(cfg, index, writer.totals, clock, before, elsewhere,
+                                                               self.end_ids))
         for index, dataset in enumerate(self.datasets):
             dataset.siblings = self.datasets
             dataset.later = self.datasets[index + 1:]
@@ -365,8 +369,9 @@ class Engine:
                 case Keep():
                     keep(action)
                 case Cut(rids):
-                    # Not cancelled: the aborted calls answer with the partial responses, kept.
-                    self._send_aborts(list(rids))
+                    # Not cancelled: the aborted calls answer with the partial responses, kept. An
+                    # abort the server dropped is sent again (SGLangClient.abort_until_answered).
+                    self._send_aborts(list(rids), until_answered=True)
                 case Abort(rids):
                     self._cancel(rids)
                 case Stop(rids):
@@ -392,8 +397,8 @@ class Engine:
             self._send_aborts(running)
         return running
 
-    def _send_aborts(self, rids: list[str]) -> None:
-        abort = asyncio.create_task(self._abort(rids))
+    def _send_aborts(self, rids: list[str], until_answered: bool = False) -> None:
+        abort = asyncio.create_task(self._abort(rids, until_answered))
         self._abort_tasks.add(abort)
         abort.add_done_callback(self._abort_tasks.discard)
 
@@ -410,8 +415,8 @@ class Engine:
         self._notify()
 
     def _stop_cutting_at_budget(self) -> None:
-        """The server answered an aborted request with an error instead of its output (some SGLang
-        versions answer 400 or 500, docs/sglang.md)."""
+        """The server answers most cut requests with an error instead of their output
+        (dataset_controller.loses_cut_outputs)."""
         log.warning("the server answers aborted requests without their output: cutting at the budget is "
                     "off for this process; requests in flight at the budget are aborted instead")
         for dataset in self.datasets:
@@ -443,8 +448,9 @@ class Engine:
             self._reconnecting = None
             self._notify()
 
-    async def _abort(self, rids: list[str]) -> None:
-        results = await asyncio.gather(*(self.client.abort(rid) for rid in rids), return_exceptions=True)
+    async def _abort(self, rids: list[str], until_answered: bool = False) -> None:
+        abort = self.client.abort_until_answered if until_answered else self.client.abort
+        results = await asyncio.gather(*(abort(rid) for rid in rids), return_exceptions=True)
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             # The server still aborts them when it notices the closed connections (~4 s).

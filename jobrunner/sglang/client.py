@@ -44,6 +44,11 @@ from jobrunner.sglang.retry import TRANSPORT_ERRORS, RetryPolicy, backoff_delay,
 from jobrunner.sglang.rids import retry_rid
 
 
+# When a cut request is aborted again if its call has not ended: an abort is answered within a
+# decode step or two, so by half a second it was dropped; later tries cover a slow registration.
+ABORT_AGAIN_AFTER_S = (0.5, 1.0, 2.0, 4.0)
+
+
 class SGLangClient:
     """One server's client. Create and use it inside a running event loop (aiohttp's session is
     opened on first use)."""
@@ -76,6 +81,7 @@ class SGLangClient:
         # rids the caller aborted while their generate was in flight: never resent
         self._aborted: set[str] = set()
         self._in_flight: set[str] = set()  # rids whose generate call is running
+        self._call_ended: dict[str, asyncio.Event] = {}  # by rid in flight: set when its call ends
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -167,6 +173,7 @@ class SGLangClient:
             raise ValueError(f"generate already running for rid {rid!r}")
         self._current_rid[rid] = rid
         self._in_flight.add(rid)
+        ended = self._call_ended[rid] = asyncio.Event()
         cancelled = False
         try:
             return await self._attempts({"input_ids": list(input_ids), "sampling_params": params, **extra}, rid)
@@ -176,6 +183,8 @@ class SGLangClient:
         finally:
             self._in_flight.discard(rid)
             self._aborted.discard(rid)
+            self._call_ended.pop(rid, None)
+            ended.set()
             if not cancelled:
                 self._current_rid.pop(rid, None)
 
@@ -244,6 +253,23 @@ class SGLangClient:
             current = self._current_rid.pop(rid, rid)  # left behind by a cancelled generate
         for r in {rid, current}:
             await self._post_abort({"rid": r})
+
+    async def abort_until_answered(self, rid: str, again_after_s: tuple[float, ...] = ABORT_AGAIN_AFTER_S) -> None:
+        """`abort(rid)`, sent again while its generate is still running after each delay. SGLang
+        0.5.23 drops an abort that reaches its tokenizer manager before the rid is registered, and
+        answers 200 all the same (`TokenizerManager.abort_request`,
+        python/sglang/srt/managers/tokenizer_manager.py, with one tokenizer worker); a second abort
+        of a registered rid is a no-op there (`state.abort_sent`), so repeating one costs nothing."""
+        ended = self._call_ended.get(rid)
+        await self.abort(rid)
+        for delay in again_after_s:
+            if ended is None:
+                return
+            try:
+                await asyncio.wait_for(ended.wait(), delay)
+                return
+            except asyncio.TimeoutError:
+                await self.abort(rid)
 
     async def _post_abort(self, body: dict[str, Any]) -> None:
         status, payload = await self._request("POST", "/abort_request", self._probe_timeout, body)

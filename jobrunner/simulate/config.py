@@ -36,8 +36,9 @@ class SimConfig:
     speedup: float = 1.0  # simulated seconds per real second
     tick_s: float = 0.01
     disconnect_poll_s: float = 4.0  # docs/sglang.md#client-disconnects
-    # What an aborted non-streaming request answers: 200 with finish_reason abort
-    # (docs/sglang.md#abort-by-rid-prefix); some SGLang versions answer 400 or 500 instead.
+    # What an aborted non-streaming request answers: 200 with finish_reason abort, as SGLang answers
+    # an abort by rid (docs/sglang.md#abort-by-rid-prefix); another status stands for the server's
+    # own aborts that carry one (0.5.23: 503 retracted without a KV backup, 500 out of memory).
     abort_status: int = 200
     stream_interval_s: float = 0.05  # at most one SSE event per request this often (events are cumulative)
     eos_token_id: int = 2

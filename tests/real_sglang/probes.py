@@ -180,6 +180,33 @@ async def abort_queued(c):
 
 
 @probe
+async def abort_before_the_request(c):
+    """An abort that reaches the server before its request is dropped with a 200: the request then
+    runs to its end."""
+    aborted = await c.post("/abort_request", json={"rid": "diff-early"})
+    r = await generate(c, input_ids=PROMPT, rid="diff-early", sampling_params={"max_new_tokens": 8, "ignore_eos": True})
+    view = answer_view(r.json())
+    return {"abort_status": aborted.status_code, "finish": view["finish"], "output_len": view["output_len"]}
+
+
+@probe
+async def abort_twice_and_abort_all(c):
+    """A second abort of an aborted rid, and an admin's abort_all of a running request: each answers
+    200, and the aborted call answers in the same shape as one aborted by its rid."""
+    by_rid = asyncio.create_task(generate(c, input_ids=PROMPT, rid="diff-twice", sampling_params=LONG))
+    await asyncio.sleep(RUNNING_SETTLE_S)
+    statuses = [(await c.post("/abort_request", json={"rid": "diff-twice"})).status_code for _ in range(2)]
+    first = answer_view((await by_rid).json())
+    by_all = asyncio.create_task(generate(c, input_ids=PROMPT, rid="diff-all", sampling_params=LONG))
+    await asyncio.sleep(RUNNING_SETTLE_S)
+    statuses.append((await c.post("/abort_request", json={"abort_all": True})).status_code)
+    second = answer_view((await by_all).json())
+    partial = {"output_len": "partial"}
+    return {"statuses": statuses, "by_rid": {**first, **partial}, "by_abort_all": {**second, **partial},
+            "both_partial": all(0 < v["output_len"] < LONG["max_new_tokens"] for v in (first, second))}
+
+
+@probe
 async def abort_unknown_rid(c):
     r = await c.post("/abort_request", json={"rid": "diff-nobody"})
     return {"status": r.status_code, "body": r.text}

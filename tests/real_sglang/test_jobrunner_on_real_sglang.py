@@ -156,3 +156,25 @@ def test_two_replicas_on_two_real_servers_share_every_budget_exactly(real_sglang
         by_replica = [output.read_summary(tmp_path / "out", name, r) for r in (0, 1)]
         assert sum(s.completion_tokens for s in by_replica if s) == budget
         assert all(s and s.completion_tokens > 0 for s in by_replica), f"{name}: one replica made nothing"
+
+
+async def test_requests_an_admin_aborts_are_left_for_the_next_run_never_kept_as_cut(sglang, real_model, tmp_path):
+    """An abort draftgen did not send (an admin's abort_all) answers as a cut's abort does: the rows
+    it hit are kept neither whole nor cut but left for a next run, which this one does not need: the
+    budget is made with other rows."""
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 60)
+    cfg = config(sglang, tmp_path, real_model, [
+        {"name": "a", "path": prompts, "budget_tokens": 3000, "concurrency": 4,
+         "sampling_params": {"ignore_eos": True}, "max_new_tokens": 300}])
+    run = asyncio.create_task(run_generate(cfg))
+    while not output.record_files(tmp_path / "out", "a") or not records(tmp_path, "a"):
+        await asyncio.sleep(0.1)
+    status, _ = await asyncio.to_thread(sglang.post, "/abort_request", {"abort_all": True})
+    assert status == 200
+    assert await run == exit_codes.OK, sglang.log_tail()
+    recs = records(tmp_path, "a")
+    rows = {r["row"] for r in recs}
+    left = set(range(max(rows))) - rows
+    assert left and len(rows) == len(recs) and sum(r["completion_tokens"] for r in recs) == 3000
+    assert all(r["finish_reason"] == "length" for r in recs)
+    assert sum(1 for r in recs if r.get("cut_at_budget")) <= 4  # only the end's cut

@@ -241,3 +241,25 @@ async def test_abort_during_backoff_stops_the_retries(simulator, clients):
     await client.abort(rid)
     result = await task
     assert result.finish_reason == "abort" and sim.stats.faults["http_503"] <= 2
+
+
+async def test_an_abort_dropped_before_the_server_registered_the_rid_is_sent_again(simulator, clients):
+    # The request waits 0.4 s before the server holds its rid (the `slow` fault); an abort in that
+    # time is dropped with a 200, as SGLang 0.5.23 drops it (tests/real_sglang/probes.py holds the
+    # simulator to the real server there).
+    sim = simulator(faults={"slow": 1.0, "slow_s": 0.4}, **LONG)
+    client = clients(sim.base_url)
+    rid = make_rid("run", "x", 0)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, rid))
+    await asyncio.sleep(0.1)
+    await client.abort(rid)
+    await asyncio.sleep(0.6)
+    assert not task.done()  # the abort was dropped: the request runs on
+    await client.abort_until_answered(rid, again_after_s=())  # the same single abort, now registered
+    assert (await task).finish_reason == "abort"
+    second = make_rid("run", "y", 0)
+    task = asyncio.create_task(client.generate([1], {"max_new_tokens": None}, second))
+    await asyncio.sleep(0.1)
+    started = time.monotonic()
+    await client.abort_until_answered(second, again_after_s=(0.5, 0.5))
+    assert (await task).finish_reason == "abort" and time.monotonic() - started < 1.5
