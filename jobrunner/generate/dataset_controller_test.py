@@ -307,22 +307,24 @@ def test_sample_cap_shares_add_up():
     assert sum(replica_sample_cap(17, 4, r) for r in range(4)) == 17 and replica_sample_cap(None, 4, 0) is None
 
 
-def test_a_cut_answer_ending_on_an_end_token_is_a_complete_response():
-    # The abort's step skips the server's end checks: the end token it made is kept, and it ends
-    # the response as it would have ended anyway.
+def cut_on_end_ids(output_ids: list[int]) -> tuple[DatasetController, list]:
+    """100 left of this replica's share, end id 2: one request cut, answering `output_ids`."""
     c = controller(made=400, speed=100.0, end_ids=frozenset({2}))
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     c.tick(now=2.0)
-    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 59 + [2], "abort", 3, 60, "r1"), e2e_s=1.0, now=2.0)
+    result = GenerateResult(output_ids, "abort", 3, len(output_ids), "r1")
+    return c, answer(c, prompt(1), "r1", result, e2e_s=1.0, now=2.0)
+
+
+def test_a_cut_answer_ending_on_an_end_token_is_a_complete_response():
+    # The abort's step skips the server's end checks: the end token it made is kept, and it ends
+    # the response as it would have ended anyway.
+    c, kept = cut_on_end_ids([5] * 59 + [2])
     assert kept == [Keep(GenerateResult([5] * 59 + [2], "stop", 3, 60, "r1"))]
     assert c.totals.cut_records == 0 and c.own_tokens == 460
 
 
 def test_an_end_token_past_what_is_left_does_not_make_the_kept_part_complete():
-    c = controller(made=400, speed=100.0, end_ids=frozenset({2}))
-    c.start(1.0)
-    c.sent(prompt(1), "r1", now=1.0)
-    c.tick(now=2.0)
-    kept = answer(c, prompt(1), "r1", GenerateResult([5] * 129 + [2], "abort", 3, 130, "r1"), e2e_s=1.0, now=2.0)
+    _, kept = cut_on_end_ids([5] * 129 + [2])
     assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130)]
