@@ -146,7 +146,8 @@ class DatasetController:
         self.started = False
         self.rows_exhausted = False
         self.stopped = False
-        self.cut_answers = {False: 0, True: 0}  # answers to cuts, by whether the server lost their output
+        self.cut_outputs_lost = 0  # answers to cuts without their output (an error instead)
+        self.cut_outputs_kept = 0  # answers to cuts with it
         self.requeued: deque[Prompt] = deque()  # rows whose requests were trimmed or cut empty, to send again
         self.waiting_for_class: str | None = None  # the class the feed's next prompt waits for
         self.classes_sent: set[str] = set()
@@ -257,15 +258,18 @@ class DatasetController:
         return [LeaveForNextRun(row, reason)]
 
     def finished(self, row: int, rid: str, now: float) -> list[Action]:
-        """The request's Task ended (answered, or cancelled by an `Abort` or a `Stop`)."""
+        """The request's Task ended (answered, or cancelled by an `Abort` or a `Stop`); the last of a
+        cut's ends the cut (`_judge_the_cut`)."""
         request = self.requests.get(row)
         if request is not None and request.rid == rid:
             del self.requests[row]
+        cut_answered = rid in self.cuts_unanswered
         self.cuts_unanswered.discard(rid)
         oldest = min((r.sent_at for d in self.siblings for r in d.requests.values()), default=now)
         self.clock.forget_before(oldest)
         self._changed()
-        return self._rebalance(now)
+        judged = self._judge_the_cut() if cut_answered and not self.cuts_unanswered else []
+        return judged + self._rebalance(now)
 
     def peers_reported(self, reports: dict[int, DatasetProgress], stopped: bool, now: float) -> list[Action]:
         """The coordinator's view, read once per refresh: the other replicas' last reports on this
@@ -288,11 +292,6 @@ class DatasetController:
         self.stopped = True
         return [Stop(tuple(r.rid for r in self.requests.values()))]
 
-    def stop_cutting_at_budget(self) -> None:
-        """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
-        self.cuts_at_budget = False
-        self._changed()
-
     def rows_ran_out(self) -> None:
         self.rows_exhausted = True
 
@@ -301,6 +300,11 @@ class DatasetController:
 
     def next_requeued(self) -> Prompt | None:
         return self.requeued.popleft() if self.requeued else None
+
+    def stop_cutting_at_budget(self) -> None:
+        """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
+        self.cuts_at_budget = False
+        self._changed()
 
     # ---- the budget over all replicas -----------------------------------------------------------
 
@@ -445,22 +449,21 @@ class DatasetController:
         still add (the tokens past it are the excess). A request that had made nothing, or whose
         output the server lost (it aborted the request itself with an error as the cut reached it,
         docs/budgets.md), is sent again if the dataset still wants more."""
-        actions: list[Action] = []
-        self.cut_answers[result.output_lost] += 1
-        if self.cuts_at_budget and loses_cut_outputs(self.cut_answers[True], self.cut_answers[False]):
-            self.stop_cutting_at_budget()
-            actions.append(StopCuttingAtBudget())
+        if result.output_lost:
+            self.cut_outputs_lost += 1
+        else:
+            self.cut_outputs_kept += 1
         room = self.remaining(now)
         output_ids = result.output_ids[:room]
         if ends_complete(output_ids, self.end_ids):
             # The abort landed on the step that made an end token, which skips the end checks: the
             # response is complete, and as long as its server would have made it.
-            return actions + [Keep(GenerateResult(output_ids, "stop", result.prompt_tokens, len(output_ids),
-                                                  result.rid, result.attempts))]
+            return [Keep(GenerateResult(output_ids, "stop", result.prompt_tokens, len(output_ids), result.rid,
+                                        result.attempts))]
         if output_ids:
             cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid,
                                  result.attempts)
-            return actions + [Keep(cut, generated=result.completion_tokens)]
+            return [Keep(cut, generated=result.completion_tokens)]
         if not result.output_lost:
             # What it made, maybe nothing, still corrects the clock: one that ran ahead would
             # otherwise cut again and again on answers that keep nothing.
@@ -468,7 +471,15 @@ class DatasetController:
             self._changed()
         if room > 0:
             self.requeued.append(prompt)
-        return actions
+        return []
+
+    def _judge_the_cut(self) -> list[Action]:
+        """Every answer of a cut is in: whether the server loses cut outputs as a rule, judged on
+        whole cuts (a cut's lost answers may come back before its others)."""
+        if self.cuts_at_budget and loses_cut_outputs(self.cut_outputs_lost, self.cut_outputs_kept):
+            self.stop_cutting_at_budget()
+            return [StopCuttingAtBudget()]
+        return []
 
     def _rebalance(self, now: float) -> list[Action]:
         """After anything that moves the estimate or the shares: abort the requests the others in

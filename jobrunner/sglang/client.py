@@ -80,8 +80,8 @@ class SGLangClient:
         self._current_rid: dict[str, str] = {}
         # rids the caller aborted while their generate was in flight: never resent
         self._aborted: set[str] = set()
-        self._in_flight: set[str] = set()  # rids whose generate call is running
-        self._call_ended: dict[str, asyncio.Event] = {}  # by rid in flight: set when its call ends
+        # rids whose generate call is running, each with the event set when its call ends
+        self._in_flight: dict[str, asyncio.Event] = {}
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -172,8 +172,7 @@ class SGLangClient:
         if rid in self._in_flight:
             raise ValueError(f"generate already running for rid {rid!r}")
         self._current_rid[rid] = rid
-        self._in_flight.add(rid)
-        ended = self._call_ended[rid] = asyncio.Event()
+        ended = self._in_flight[rid] = asyncio.Event()
         cancelled = False
         try:
             return await self._attempts({"input_ids": list(input_ids), "sampling_params": params, **extra}, rid)
@@ -181,9 +180,8 @@ class SGLangClient:
             cancelled = True  # keep the rid mapping: the caller's abort(rid) needs it
             raise
         finally:
-            self._in_flight.discard(rid)
+            del self._in_flight[rid]
             self._aborted.discard(rid)
-            self._call_ended.pop(rid, None)
             ended.set()
             if not cancelled:
                 self._current_rid.pop(rid, None)
@@ -260,7 +258,7 @@ class SGLangClient:
         answers 200 all the same (`TokenizerManager.abort_request`,
         python/sglang/srt/managers/tokenizer_manager.py, with one tokenizer worker); a second abort
         of a registered rid is a no-op there (`state.abort_sent`), so repeating one costs nothing."""
-        ended = self._call_ended.get(rid)
+        ended = self._in_flight.get(rid)
         await self.abort(rid)
         for delay in again_after_s:
             if ended is None:
