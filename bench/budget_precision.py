@@ -2,7 +2,7 @@
 thrown away, against its budget.
 
     .venv/bin/python bench/budget_precision.py [--replicas 1,2,4] [--budget 1000000] [--total-tps 100000]
-        [--at-budget cut|abort]
+        [--at-budget cut|abort] [--hog N]
 
 Per replica, its own `jobrunner generate` process and its own simulator process. Ten datasets with
 the reference run's length profiles (function calling, code, math, chat, SWE, twice each; the SWE
@@ -29,6 +29,9 @@ Printed per dataset and in all:
   counted against it (utilisation / (1 + excess) over the run);
 - cut: the kept tokens and samples of responses cut at the budget (`--at-budget cut`, the
   default), which the corpus keeps marked truncated.
+`--hog N` runs N busy processes beside the replicas for the whole run (a generate container on a
+node it shares, throttled, or paused by its garbage collector): the client then acts late, and
+what it makes past a share before it acts is the excess the server-side bounds must hold.
 Goals: at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, utilisation
 >= 0.95.
 """
@@ -95,8 +98,21 @@ def generate_config(work: Path, url: str, replica: int, replicas: int, ds: list[
     return path
 
 
+HOG = "while True: pass"
+
+
+def start_hogs(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(count)]
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None,
-             at_budget: str) -> dict:
+             at_budget: str, hogs: int = 0) -> dict:
     speedup = total_tps / (REAL_CAPACITY_TPS * replicas)
     with tempfile.TemporaryDirectory(prefix="draftgen-precision-") as tmp:
         work = Path(tmp) if keep is None else keep / f"replicas-{replicas}"
@@ -106,6 +122,7 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
         sims = [SimulatorProcess(sample_s=1.0, capacity_tps=capacity, per_request_tps=REAL_PER_REQUEST_TPS * speedup,
                                  context_len=32_768, max_running_requests=512, disconnect_poll_s=4.0 / speedup,
                                  seed=r) for r in range(replicas)]
+        hogging = start_hogs(hogs)
         try:
             configs = [generate_config(work, sims[r].base_url, r, replicas, ds, speedup, at_budget)
                        for r in range(replicas)]
@@ -117,6 +134,7 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
             wall = time.monotonic() - started
             stats = [s.stats() for s in sims]
         finally:
+            stop(hogging)
             for s in sims:
                 s.stop()
         if any(codes):
@@ -145,8 +163,9 @@ def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: lis
             "cut_tokens": sum(r["cut_tokens"] * r["kept"] for r in rows) / max(1e-9, sum(r["kept"] for r in rows))}
 
 
-def show(result: dict) -> None:
-    print(f"\n{result['replicas']} replica(s): {result['wall_s']:.1f} s at {result['speedup']:g}x real time")
+def show(result: dict, hogs: int) -> None:
+    beside = f", {hogs} busy processes beside them" if hogs else ""
+    print(f"\n{result['replicas']} replica(s): {result['wall_s']:.1f} s at {result['speedup']:g}x real time{beside}")
     print(f"  {'dataset':<20} {'kept/budget':>12} {'excess':>9} {'aborted':>9} {'cut samples':>12} {'cut tokens':>11}")
     for r in result["rows"]:
         print(f"  {r['dataset']:<20} {r['kept']:>12.4f} {100 * r['excess']:>8.2f}% {100 * r['aborted']:>8.2f}% "
@@ -174,11 +193,13 @@ def main() -> int:
     parser.add_argument("--datasets", type=int, default=10, help="the first N of the ten datasets")
     parser.add_argument("--at-budget", choices=("cut", "abort"), default="cut",
                         help="what happens to the requests in flight at a replica's part of the budget")
+    parser.add_argument("--hog", type=int, default=0, help="busy processes beside the replicas (a loaded node)")
     parser.add_argument("--keep", type=Path, default=None, help="leave the run's files (logs, output) here")
     args = parser.parse_args()
     rows = args.rows or max(3000, 4 * args.budget // 1000)
     for replicas in (int(n) for n in args.replicas.split(",")):
-        show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep, args.at_budget))
+        show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep, args.at_budget,
+                      args.hog), args.hog)
     return 0
 
 

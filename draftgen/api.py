@@ -272,6 +272,9 @@ class DatasetStatus(Model):
     state: DatasetState = DatasetState.PENDING
     truncated: int = Field(0, description="Responses cut off: at maxNewTokens, or at the budget.")
     cut: int = Field(0, description="Of them, the responses cut at the budget (atBudget: cut).")
+    cut_tokens: int = Field(0, description="The kept tokens of the responses cut at the budget.")
+    cut_samples_percent: float = Field(0.0, description="The responses cut at the budget, in % of the kept samples.")
+    cut_tokens_percent: float = Field(0.0, description="Their tokens, in % of the kept tokens.")
     skipped: int = 0
     tokens_per_second: float = 0.0
     last_update: str | None = None

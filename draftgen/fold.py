@@ -39,15 +39,21 @@ def fold_reports(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocumen
             dataset.budget_tokens, tokens or 0, dataset.sample_cap, samples or 0,
             started=any(e.state != DatasetState.PENDING for e in entries),
             exhausted=exhausted, failed=any(e.state == DatasetState.FAILED for e in entries))
+        cut, cut_tokens = sum(e.cut for e in counted), sum(e.cut_tokens for e in counted)
         changed = old is None or (old.tokens, old.samples, old.state) != (tokens, samples, state)
         folded.append(DatasetStatus(
             name=dataset.name, budget_tokens=dataset.budget_tokens, tokens=tokens, samples=samples, state=state,
-            truncated=sum(e.truncated for e in counted), cut=sum(e.cut for e in counted),
+            truncated=sum(e.truncated for e in counted), cut=cut, cut_tokens=cut_tokens,
+            cut_samples_percent=percent(cut, samples), cut_tokens_percent=percent(cut_tokens, tokens),
             skipped=sum(e.skipped for e in counted),
             tokens_per_second=round(sum(e.tokens_per_second for e in entries), 1)
             if state == DatasetState.GENERATING else 0.0,
             last_update=now if changed else old.last_update))
     return folded
+
+
+def percent(part: int, whole: int | None) -> float:
+    return round(100 * part / whole, 1) if whole else 0.0
 
 
 def unreported_parts(replicas: int, reports: dict[int, ProgressDocument], dataset: str) -> list[DurableCounts]:

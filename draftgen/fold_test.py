@@ -10,8 +10,9 @@ def report(replica, **datasets):
     return progress(replica, replicas=2, **datasets)
 
 
-def entry(tokens, samples=1, state=DatasetState.GENERATING, truncated=0, cut=0):
-    return dataset_progress(tokens, samples, state, truncated=truncated, cut=cut, tokens_per_second=10.0)
+def entry(tokens, samples=1, state=DatasetState.GENERATING, truncated=0, cut=0, cut_tokens=0):
+    return dataset_progress(tokens, samples, state, truncated=truncated, cut=cut, cut_tokens=cut_tokens,
+                            tokens_per_second=10.0)
 
 
 def by_name(folded):
@@ -19,10 +20,12 @@ def by_name(folded):
 
 
 def test_totals_are_summed_over_replicas_and_the_shared_budget_decides():
-    reports = {0: report(0, a=entry(600, truncated=2, cut=1)), 1: report(1, a=entry(450, truncated=1, cut=1))}
+    reports = {0: report(0, a=entry(600, samples=5, truncated=2, cut=1, cut_tokens=100)),
+               1: report(1, a=entry(450, samples=3, truncated=1, cut=1, cut_tokens=5))}
     folded = by_name(fold_reports(SPEC, reports, [], "t"))
     assert folded["a"].tokens == 1050 and folded["a"].state == DatasetState.BUDGET_MET
-    assert (folded["a"].truncated, folded["a"].cut) == (3, 2)
+    assert (folded["a"].truncated, folded["a"].cut, folded["a"].cut_tokens) == (3, 2, 105)
+    assert (folded["a"].cut_samples_percent, folded["a"].cut_tokens_percent) == (25.0, 10.0)
     assert folded["b"].state == DatasetState.PENDING and folded["b"].tokens is None  # no replica reported it
 
 

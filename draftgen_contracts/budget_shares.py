@@ -23,6 +23,7 @@ operator has nothing to hand out: shares follow from the spec and the reports al
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
@@ -122,16 +123,34 @@ def aims_exactly(is_receiver: bool, others_settled: bool) -> bool:
 # would end the run in a cloud of few-token samples.
 MIN_PIECE_TOKENS = 256
 
+# What a dataset's requests in flight may be expected to bring, as a share of what is left of its
+# part, while another dataset of the process would take the other slots within its own share. What
+# is in flight then shrinks with what is left, so few requests are out at the cut; with the whole
+# part in flight (a share of 1M over 4 replicas is one wave of a class's 150 requests), a quarter of
+# the kept tokens were cut responses, over half for some datasets (docs/budgets.md).
+IN_FLIGHT_SHARE = 0.25
 
-def wants_another(exact: bool, remaining: int, outlook: Outlook, cut: bool = False, fill: bool = False) -> bool:
+
+class Reach(enum.Enum):
+    """How much of what is left a dataset may have in flight, cutting at the budget: as much as the
+    other datasets of the process leave it (`DatasetController.reach`)."""
+
+    INTERLEAVED = "interleaved"  # another dataset would take a free slot within its IN_FLIGHT_SHARE
+    HOLDING = "holding"  # another would take one within what is left of its part
+    FILLING = "filling"  # nothing else would: the server stays full to the cut
+
+
+def wants_another(exact: bool, remaining: int, outlook: Outlook, cut: bool = False,
+                  reach: Reach = Reach.HOLDING) -> bool:
     """Whether one more request should be sent.
 
-    Cutting at the budget (`cut`), an overshoot is never generated, so every replica aims exactly:
-    - `fill` (nothing else of this replica can use a free slot): while every request in flight,
-      and one more, still has `MIN_PIECE_TOKENS` to make before the cut; the server stays full
-      to the end, and the requests still out at the cut are kept cut.
-    - otherwise: while the requests in flight are expected to bring less than `remaining`; the
-      slots the hold leaves go to the next dataset, and few requests are out at the cut.
+    Cutting at the budget (`cut`), an overshoot is never generated, so every replica aims exactly,
+    one request at least, as far as `reach`:
+    - INTERLEAVED: while the requests in flight are expected to bring less than `IN_FLIGHT_SHARE`
+      of `remaining`;
+    - HOLDING: less than `remaining`;
+    - FILLING: while every request in flight, and one more, still has `MIN_PIECE_TOKENS` to make
+      before the cut; the requests still out at the cut are kept cut.
 
     Aborting at the budget:
     - aiming exactly: while the requests in flight are expected to bring less than `remaining`
@@ -141,10 +160,14 @@ def wants_another(exact: bool, remaining: int, outlook: Outlook, cut: bool = Fal
       an overshoot past the receiver's reserve makes the total cross the budget with requests of
       every replica in flight, all of them aborted.
     """
-    if cut and fill:
-        return remaining > 0 and (outlook.in_flight == 0 or
-                                  outlook.partial + MIN_PIECE_TOKENS * (outlook.in_flight + 1) <= remaining)
-    if exact or cut:
+    if cut:
+        if remaining <= 0 or outlook.in_flight == 0:
+            return remaining > 0
+        if reach is Reach.FILLING:
+            return outlook.partial + MIN_PIECE_TOKENS * (outlook.in_flight + 1) <= remaining
+        share = IN_FLIGHT_SHARE if reach is Reach.INTERLEAVED else 1.0
+        return outlook.coverage < share * remaining
+    if exact:
         return outlook.coverage < remaining
     spread = math.sqrt(outlook.variance + outlook.response_variance)
     return outlook.coverage + outlook.response + MARGIN_SD * spread <= remaining
@@ -166,6 +189,12 @@ def cuts_now(remaining: int, outlook: Outlook) -> bool:
     had corrected, was measured worse: the young ones ran on unwatched while the first answers
     came in, and overshot.)"""
     return outlook.in_flight > 0 and outlook.partial >= remaining
+
+
+def room(remaining: int, outlook: Outlook) -> int:
+    """What this replica may still add that no request in flight has made yet: once one request
+    alone has made it, the cut has come (`cuts_now`)."""
+    return max(0, remaining - math.ceil(outlook.partial))
 
 
 def seconds_to_cut(remaining: int, outlook: Outlook, speed: float) -> float | None:

@@ -1,14 +1,17 @@
 import pytest
 
 from draftgen_contracts.budget_shares import (
+    IN_FLIGHT_SHARE,
     MARGIN_SD,
     MIN_PIECE_TOKENS,
     RESERVE_RESPONSES,
     Outlook,
+    Reach,
     Spend,
     aims_exactly,
     allowance,
     cuts_now,
+    room,
     first_receiver,
     receiver,
     seconds_to_cut,
@@ -129,19 +132,30 @@ def test_cutting_the_receiver_keeps_no_reserve():
     assert allowance(3000, 3, 0, 500, unsettled, expected_response=10, cut=True) == 1000 - 500
 
 
-@pytest.mark.parametrize("fill,remaining,seen,wanted", [
-    # Holding (another dataset takes the free slots): aims exactly, by what the requests will bring.
-    (False, 1000, in_flight(100.0, 3, coverage=999.0), True),
-    (False, 1000, in_flight(100.0, 3, coverage=1000.0), False),
+@pytest.mark.parametrize("reach,remaining,seen,wanted", [
+    # Interleaved (another dataset would take a free slot within its share): a quarter of what is left.
+    (Reach.INTERLEAVED, 1000, in_flight(100.0, 3, coverage=1000 * IN_FLIGHT_SHARE - 1), True),
+    (Reach.INTERLEAVED, 1000, in_flight(100.0, 3, coverage=1000 * IN_FLIGHT_SHARE), False),
+    (Reach.INTERLEAVED, 10, in_flight(0.0, 0), True),  # one request at least, however little is left
+    # Holding (another would take one within what is left of its part): aims exactly.
+    (Reach.HOLDING, 1000, in_flight(100.0, 3, coverage=999.0), True),
+    (Reach.HOLDING, 1000, in_flight(100.0, 3, coverage=1000.0), False),
     # Filling (nothing else would): by what they have made, each left a piece to make.
-    (True, 1000, in_flight(0.0, 0), True),
-    (True, 10, in_flight(0.0, 0), True),  # less than a piece, nothing in flight: one request makes it
-    (True, 1000, in_flight(1000 - MIN_PIECE_TOKENS * 3, 2, coverage=10_000.0), True),
-    (True, 1000, in_flight(1001 - MIN_PIECE_TOKENS * 3, 2), False),
-    (True, 0, in_flight(0.0, 0), False),
+    (Reach.FILLING, 1000, in_flight(0.0, 0), True),
+    (Reach.FILLING, 10, in_flight(0.0, 0), True),  # less than a piece, nothing in flight: one request makes it
+    (Reach.FILLING, 1000, in_flight(1000 - MIN_PIECE_TOKENS * 3, 2, coverage=10_000.0), True),
+    (Reach.FILLING, 1000, in_flight(1001 - MIN_PIECE_TOKENS * 3, 2), False),
+    (Reach.FILLING, 0, in_flight(0.0, 0), False),
+    (Reach.INTERLEAVED, 0, in_flight(0.0, 0), False),
 ])
-def test_wants_another_when_cutting(fill, remaining, seen, wanted):
-    assert wants_another(False, remaining, seen, cut=True, fill=fill) is wanted
+def test_wants_another_when_cutting(reach, remaining, seen, wanted):
+    assert wants_another(False, remaining, seen, cut=True, reach=reach) is wanted
+
+
+def test_the_room_is_what_no_request_in_flight_has_made_yet():
+    assert room(1000, in_flight(300.4, 3)) == 699
+    assert room(1000, in_flight(0.0, 0)) == 1000
+    assert room(100, in_flight(250.0, 3)) == 0  # past the cut
 
 
 def test_cutting_a_replica_settles_when_its_share_is_made_exactly():

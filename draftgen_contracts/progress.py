@@ -36,6 +36,7 @@ class DurableCounts(_Document):
     skipped: int = Field(0, ge=0)
     truncated: int = Field(0, ge=0)  # responses cut off: at max_new_tokens, or at the budget
     cut: int = Field(0, ge=0)  # of them, cut at the budget (`at_budget: cut`)
+    cut_tokens: int = Field(0, ge=0)  # the completion tokens of those
 
 
 class DatasetProgress(DurableCounts):

@@ -153,7 +153,8 @@ class OutputTotals:
 
     def counts(self) -> DurableCounts:
         return DurableCounts(completion_tokens=self.completion_tokens, samples=self.records, skipped=self.skipped,
-                             truncated=self.finish_reasons.get("length", 0), cut=self.cut_records)
+                             truncated=self.finish_reasons.get("length", 0), cut=self.cut_records,
+                             cut_tokens=self.cut_tokens)
 
     def to_json(self) -> dict:
         return {"version": SUMMARY_VERSION, **self.__dict__}

@@ -1,6 +1,6 @@
 """`jobrunner report --output-root D [--png-dir P] [--config F]`: per-dataset statistics as a table;
 with --png-dir also one histogram per dataset, one overview figure of every dataset (response and
-prompt lengths on shared log axes, truncation, budget progress) and a Markdown summary (report.md).
+prompt lengths on shared log axes, truncation and cuts at the budget, budget progress) and a Markdown summary (report.md).
 
 Computed from the durable part summaries (jobrunner.stats), so it works during a run, after a
 restart, and after the run, without rereading the records. --config (the run's generate config)
@@ -19,7 +19,7 @@ from draftgen_contracts import exit_codes
 from jobrunner.stats import DatasetStats, all_dataset_stats, all_lengths
 
 COLUMNS = ("dataset", "samples", "tokens", "tok/s", "mean", "median", "p90", "p99", "max", ">1K", ">5K",
-           "truncated", "skipped")
+           "truncated", "cut", "cut tokens", "skipped")
 
 
 def table_rows(stats: list[DatasetStats]) -> list[tuple[str, ...]]:
@@ -30,6 +30,7 @@ def table_rows(stats: list[DatasetStats]) -> list[tuple[str, ...]]:
             s.dataset, f"{s.samples:,}", f"{s.completion_tokens:,}", f"{s.tokens_per_second:,.0f}",
             f"{L.mean:,.0f}", f"{L.median:,.0f}", f"{L.p90:,.0f}", f"{L.p99:,.0f}", f"{L.max:,}",
             f"{100 * L.share_over_1k:.1f}%", f"{100 * L.share_over_5k:.1f}%", f"{100 * s.truncated_share:.1f}%",
+            f"{100 * s.cut_share:.1f}%", f"{100 * s.cut_token_share:.1f}%",
             f"{s.skipped:,}" + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(s.skipped_by_reason.items()))})"
                                 if s.skipped_by_reason else ""),
         ))
@@ -92,7 +93,7 @@ def log_bins(values: list[int], per_decade: int = 12) -> list[float]:
 def render_overview(output_root: str | os.PathLike, stats: list[DatasetStats], png_dir: str | os.PathLike) -> Path:
     """One figure of every dataset: response lengths and prompt lengths on shared log axes (each
     dataset's share of its responses per bin, so a small dataset reads beside a large one), the
-    share cut at max new tokens, and the budget progress."""
+    shares truncated at max new tokens and cut at the budget, and the budget progress."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,9 +116,16 @@ def render_overview(output_root: str | os.PathLike, stats: list[DatasetStats], p
     responses.set_title("response lengths")
     prompts.set_title("prompt lengths")
     names = [s.dataset for s in stats]
-    truncated.barh(names, [100 * s.truncated_share for s in stats], color="#c44e52")
-    truncated.set_xlabel("% of responses cut at max new tokens")
+    rows, height = range(len(names)), 0.27
+    for offset, values, color, label in (
+            (-height, [s.truncated_share for s in stats], "#c44e52", "responses at max new tokens"),
+            (0.0, [s.cut_share for s in stats], "#8172b2", "responses cut at the budget"),
+            (height, [s.cut_token_share for s in stats], "#ccb974", "kept tokens in them")):
+        truncated.barh([r + offset for r in rows], [100 * v for v in values], height=height, color=color, label=label)
+    truncated.set_yticks(list(rows), names)
+    truncated.set_xlabel("% of the dataset")
     truncated.set_title("truncated")
+    truncated.legend(fontsize=8)
     truncated.invert_yaxis()
     budgeted = [s for s in stats if s.budget_tokens]
     if budgeted:
@@ -146,7 +154,7 @@ def state_of(s: DatasetStats) -> str:
 def render_markdown(stats: list[DatasetStats], figures: list[str]) -> str:
     """The one-page summary beside the figures."""
     head = ("| dataset | samples | tokens | budget | of budget | state | mean | median | p90 | p99 | >1K | >5K "
-            "| truncated | skipped | tok/s |")
+            "| truncated | cut | cut tokens | skipped | tok/s |")
     lines = ["# Generation report", "", head, "|" + "---|" * (head.count("|") - 1)]
     for s in stats:
         L = s.lengths
@@ -156,10 +164,12 @@ def render_markdown(stats: list[DatasetStats], figures: list[str]) -> str:
         share = f"{s.percent_of_budget:.1f}%" if s.percent_of_budget is not None else "-"
         lines.append(f"| {s.dataset} | {s.samples:,} | {s.completion_tokens:,} | {budget} | {share} | {state_of(s)} "
                      f"| {L.mean:,.0f} | {L.median:,} | {L.p90:,} | {L.p99:,} | {100 * L.share_over_1k:.1f}% "
-                     f"| {100 * L.share_over_5k:.1f}% | {100 * s.truncated_share:.1f}% | {skipped} "
+                     f"| {100 * L.share_over_5k:.1f}% | {100 * s.truncated_share:.1f}% | {100 * s.cut_share:.1f}% "
+                     f"| {100 * s.cut_token_share:.1f}% | {skipped} "
                      f"| {s.tokens_per_second:,.0f} |")
-    lines += ["", "Lengths are completion tokens per response; tok/s is the dataset's tokens over the span from "
-              "its first request sent to its last response.", ""]
+    lines += ["", "Lengths are completion tokens per response; truncated: responses that reached max new tokens; "
+              "cut: responses cut at the budget (atBudget: cut), and their share of the kept tokens; tok/s is the "
+              "dataset's tokens over the span from its first request sent to its last response.", ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures]
     return "\n".join(lines) + "\n"
 

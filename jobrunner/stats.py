@@ -50,8 +50,12 @@ class DatasetStats:
     samples: int = 0
     completion_tokens: int = 0
     prompt_tokens: int = 0
-    truncated: int = 0
+    truncated: int = 0  # at max_new_tokens (the responses cut at the budget are `cut`)
     truncated_share: float = 0.0
+    cut: int = 0  # cut at the budget (`at_budget: cut`)
+    cut_share: float = 0.0  # of the samples
+    cut_tokens: int = 0
+    cut_token_share: float = 0.0  # of the kept tokens
     skipped: int = 0
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     tokens_per_second: float = 0.0
@@ -80,7 +84,9 @@ def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: i
         st.samples += s.records
         st.completion_tokens += s.completion_tokens
         st.prompt_tokens += s.prompt_tokens
-        st.truncated += s.finish_reasons.get("length", 0)
+        st.truncated += s.finish_reasons.get("length", 0) - s.cut_records
+        st.cut += s.cut_records
+        st.cut_tokens += s.cut_tokens
         st.skipped += s.skipped
         for reason, n in s.skipped_by_reason.items():
             st.skipped_by_reason[reason] = st.skipped_by_reason.get(reason, 0) + n
@@ -92,6 +98,8 @@ def dataset_stats(output_root: str | os.PathLike, dataset: str, budget_tokens: i
     st.lengths = length_stats(length_counts(lengths))
     st.prompt_lengths = length_stats(length_counts(prompt_lengths))
     st.truncated_share = st.truncated / st.samples if st.samples else 0.0
+    st.cut_share = st.cut / st.samples if st.samples else 0.0
+    st.cut_token_share = st.cut_tokens / st.completion_tokens if st.completion_tokens else 0.0
     if last > first:
         st.tokens_per_second = st.completion_tokens / (last - first)
     if budget_tokens:

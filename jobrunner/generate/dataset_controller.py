@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from draftgen_contracts import budget, budget_shares
-from draftgen_contracts.budget_shares import Outlook, Spend
+from draftgen_contracts.budget_shares import Outlook, Reach, Spend
 from draftgen_contracts.progress import DatasetProgress, DurableCounts
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
@@ -117,7 +117,13 @@ class Request:
     rid: str
     prompt: Prompt
     sent_at: float
+    max_new_tokens: int  # what it was sent with (DatasetController.max_new_tokens)
     answered: bool = False  # its outcome is in (kept, skipped, failed): nothing left to cancel or cut
+
+    def stopped_at_the_budget(self, result: GenerateResult) -> bool:
+        """Whether the server stopped it at the room it was sent with, short of its class's limit."""
+        return (self.max_new_tokens < self.prompt.max_new_tokens and result.finish_reason == "length"
+                and result.completion_tokens >= self.max_new_tokens)
 
 
 class DatasetController:
@@ -138,7 +144,6 @@ class DatasetController:
         self.end_ids = end_ids  # the ids a response of the dataset ends at (jobrunner.generate.end_tokens)
         self.elsewhere = elsewhere or {}  # the other parts on disk at the start
         self.siblings: Sequence[DatasetController] = (self,)  # every dataset of the process (read only)
-        self.later: Sequence[DatasetController] = ()  # the datasets after this one (read only)
         self.requests: dict[int, Request] = {}  # in flight, by row
         self.cuts_unanswered: set[str] = set()  # rids cut at the budget whose calls have not ended
         self.peers: dict[int, Spend] = {}  # the other replicas' last reports
@@ -213,8 +218,8 @@ class DatasetController:
         actions = self._rebalance(now)
         return actions + self.stop() if self.is_done() else actions
 
-    def sent(self, prompt: Prompt, rid: str, now: float) -> list[Action]:
-        self.requests[prompt.row] = Request(rid, prompt, now)
+    def sent(self, prompt: Prompt, rid: str, now: float, max_new_tokens: int | None = None) -> list[Action]:
+        self.requests[prompt.row] = Request(rid, prompt, now, max_new_tokens or prompt.max_new_tokens)
         self.classes_sent.add(prompt.prompt_class)
         self._changed()
         return self._plan_cut(now)
@@ -226,9 +231,11 @@ class DatasetController:
             return [Keep(result)]  # never cut: a trace costs no GPU time, and the rest of it is worth keeping
         aborted = result.finish_reason == "abort"
         if (aborted and request is not None and rid in self.cuts_unanswered) or (
-                self.cuts_at_budget and not aborted and result.completion_tokens > self.remaining(now)):
-            # Cut at the budget, or ended on its own past what this replica may add (it came back
-            # before the cut reached it): kept up to the budget.
+                self.cuts_at_budget and not aborted and result.completion_tokens > self.remaining(now)) or (
+                request is not None and request.stopped_at_the_budget(result)):
+            # Cut at the budget, stopped by the server at the room it was sent with, or ended on
+            # its own past what this replica may add (it came back before the cut reached it):
+            # kept up to the budget.
             return self._keep_cut(prompt, result, e2e_s, now)
         if aborted:
             # Aborted by the server on its own (our own aborts come with a cancelled Task, whose
@@ -346,6 +353,15 @@ class DatasetController:
 
     # ---- decisions ----------------------------------------------------------------------------
 
+    def max_new_tokens(self, prompt: Prompt, now: float) -> int:
+        """What a request about to be sent may make: its class's limit and, cutting at the budget,
+        no more than the room nothing in flight has made yet of this replica's part. A request
+        that made that alone would have been cut there, so the server itself stops it however
+        late this process acts on the cut (a loaded node, a pause)."""
+        if not self.cuts_at_budget or prompt.response_ids is not None:
+            return prompt.max_new_tokens
+        return max(1, min(prompt.max_new_tokens, self.room(now)))
+
     def may_send(self, now: float) -> bool:
         """Whether a prompt of the dataset may go now, its class slot granted."""
         if self.config.concurrency is not None and len(self.requests) >= self.config.concurrency:
@@ -354,33 +370,51 @@ class DatasetController:
             self.budget_tokens, self.tokens, self.sample_cap, self.totals.records, len(self.requests),
             self.stopped_externally) and not self.is_covered(now)
 
-    def is_covered(self, now: float, filling: bool = True) -> bool:
+    def is_covered(self, now: float, reach: Reach | None = None) -> bool:
         """Whether this replica should send no more for the dataset for now: settled, or the
-        requests in flight are expected to bring all it may still add (one more would most likely
-        overshoot, or be aborted at the crossing). The next dataset may then start."""
+        requests in flight are expected to bring all it may still add within its `reach` (by
+        default as far as the other datasets leave it). The next dataset may then start."""
         if self.settled:
             return True
         exact = budget_shares.aims_exactly(self.is_receiver(), self.others_settled())
         return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook,
-                                               cut=self.cuts_at_budget,
-                                               fill=filling and self.cuts_at_budget and self.fills(now))
+                                               cut=self.cuts_at_budget, reach=reach or self.reach(now))
 
     def lets_the_next_start(self, now: float) -> bool:
         """Whether the next dataset may start before this one's feed ends: out of rows, or covered."""
         return self.rows_exhausted or self.is_covered(now)
 
-    def may_take_slots(self, now: float) -> bool:
-        """Whether the dataset would send a request now if a slot were free: a slot held back by
-        the datasets before it can go to it (one that is itself holding back takes nothing)."""
-        return not (self.stopped or self.settled or self.rows_exhausted or self.is_done()
-                    or self.is_covered(now, filling=False))
+    def may_take_slots(self, now: float, reach: Reach = Reach.HOLDING) -> bool:
+        """Whether the dataset would send a request now within `reach` if a slot were free: a slot
+        held back by another dataset can go to it (one that is itself holding back takes nothing)."""
+        return self.may_still_send() and not self.is_covered(now, reach)
 
-    def fills(self, now: float) -> bool:
-        """Whether a free slot left by this dataset would stay empty: no dataset after it in this
-        process may take a slot of the classes its prompts are in (one that has sent nothing yet
-        may take any). Cutting at the budget, the dataset then fills its slots to the end."""
-        return not any(d.may_take_slots(now) and (not d.classes_sent or d.classes_sent & self.classes_sent)
-                       for d in self.later)
+    def may_still_send(self) -> bool:
+        return not (self.stopped or self.settled or self.rows_exhausted or self.is_done())
+
+    def room(self, now: float) -> int:
+        """What this replica may still add that no request in flight has made yet (budget_shares.room)."""
+        return budget_shares.room(self.remaining(now), self.estimate(now).outlook)
+
+    def reach(self, now: float) -> Reach:
+        """How far the dataset may fill the slots, cutting at the budget: within its share of what
+        is left while another dataset of the process would take a free slot within its own, to
+        what is left while another would take one at all, and to the cut when none would (one
+        that has sent nothing yet may take a slot of any class). So the datasets interleave, and
+        only the process's very end fills every slot with one dataset."""
+        if not self.cuts_at_budget:
+            return Reach.HOLDING  # aborting at the budget, the reach is not used
+        others = [d for d in self.siblings if d is not self
+                  and (not d.classes_sent or d.classes_sent & self.classes_sent)]
+        room = self.room(now)
+        for reach, further in ((Reach.INTERLEAVED, Reach.HOLDING), (Reach.HOLDING, Reach.FILLING)):
+            # Another dataset takes a free slot within this reach, or, every other one covered,
+            # one with more room would take it further: that one goes first, its requests have
+            # the most time to end on their own before its cut.
+            if any(d.may_take_slots(now, reach) or (d.room(now) > room and d.may_take_slots(now, further))
+                   for d in others):
+                return reach
+        return Reach.FILLING
 
     def must_cut(self, now: float) -> bool:
         """Cutting at the budget: whether the requests in flight have made what this replica may
@@ -516,6 +550,7 @@ class DatasetController:
         if not rids:
             return []
         self.cuts_unanswered.update(rids)
-        log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
-                 self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now))
+        log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add; %s)",
+                 self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now),
+                 self.reach(now).value)
         return [Cut(rids)]

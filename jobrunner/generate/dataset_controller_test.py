@@ -3,7 +3,7 @@ is what the engine would carry out."""
 
 import pytest
 
-from draftgen_contracts.budget_shares import Spend
+from draftgen_contracts.budget_shares import Reach, Spend
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
 from draftgen_dev.builders import dataset_progress
@@ -259,21 +259,59 @@ def test_a_dataset_holds_while_its_requests_in_flight_cover_its_share_and_lets_t
     c.start(0.0)
     assert c.stage(0.0) == BudgetStage.OPEN
     c.sent(prompt(1), "r1", now=0.0)  # expected at ~500: this replica's 500
-    c.later = [controller(cut=True)]  # a later dataset that may still take the slots: no filling
+    c.siblings = [c, controller(cut=True)]  # another dataset that may still take the slots: no filling
     assert c.stage(0.0) == BudgetStage.HOLDING and c.lets_the_next_start(0.0) and not c.may_send(0.0)
 
 
-def test_a_dataset_with_nothing_after_it_fills_its_slots():
+def test_a_dataset_keeps_a_share_of_what_is_left_in_flight_while_another_would_take_the_slots():
+    c = controller(replicas=1, replica=0, cut=True)  # 1000 to make, expected 500 a response
+    other = controller(replicas=1, replica=0, cut=True)
+    c.siblings = [c, other]
+    c.start(0.0)
+    assert c.reach(0.0) == Reach.INTERLEAVED and c.may_send(0.0)
+    c.sent(prompt(1), "r1", now=0.0)  # 500 expected in flight: past a quarter of 1000
+    assert not c.may_send(0.0) and c.lets_the_next_start(0.0)
+    other.start(0.0)
+    other.sent(prompt(1), "o1", now=0.0)  # the other dataset is covered within its share too ...
+    assert c.reach(0.0) == Reach.HOLDING and c.may_send(0.0)  # ... so the free slots are this one's, to 1000
+    c.sent(prompt(2), "r2", now=0.0)
+    assert not c.may_send(0.0)
+    other.stop()  # nothing else takes a slot: this one fills to the cut
+    assert c.reach(0.0) == Reach.FILLING and c.may_send(0.0)
+
+
+def test_a_dataset_alone_fills_its_slots():
     c = controller(replicas=1, replica=0, cut=True)
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0)
     c.sent(prompt(2), "r2", now=0.0)  # expected at ~1000 together: the whole budget
-    assert c.fills(0.0) and c.stage(0.0) == BudgetStage.OPEN and c.may_send(0.0)  # each still has 256 to make
-    later = controller(replicas=1, replica=0, cut=True)
-    c.later = [later]
-    assert not c.fills(0.0) and c.stage(0.0) == BudgetStage.HOLDING
-    later.stop()  # a later dataset that takes no slot leaves them to this one again
-    assert c.fills(0.0) and c.stage(0.0) == BudgetStage.OPEN
+    assert c.reach(0.0) == Reach.FILLING and c.stage(0.0) == BudgetStage.OPEN and c.may_send(0.0)  # 256 each to make
+    other = controller(replicas=1, replica=0, cut=True)
+    c.siblings = [c, other]
+    assert c.reach(0.0) == Reach.INTERLEAVED and c.stage(0.0) == BudgetStage.HOLDING
+    other.stop()  # another dataset that takes no slot leaves them to this one again
+    assert c.reach(0.0) == Reach.FILLING and c.stage(0.0) == BudgetStage.OPEN
+
+
+def test_a_request_sent_near_the_end_carries_no_more_than_the_room_left():
+    c = controller(replicas=1, replica=0, cut=True, made=600, speed=100.0)  # 400 left
+    c.start(0.0)
+    assert c.max_new_tokens(prompt(1), 0.0) == 400
+    c.sent(prompt(1), "r1", now=0.0, max_new_tokens=400)
+    assert c.max_new_tokens(prompt(2), 1.0) == 300  # r1 has made about 100 of the 400
+    aborting = controller(replicas=1, replica=0, cut=False, made=600)
+    assert aborting.max_new_tokens(prompt(1), 0.0) == 1000  # only complete responses are kept: the class's limit
+
+
+def test_a_response_the_server_stopped_at_the_room_is_kept_as_cut_at_the_budget():
+    c = controller(replicas=1, replica=0, cut=True, made=600)
+    c.start(0.0)
+    c.sent(prompt(1), "r1", now=0.0, max_new_tokens=400)
+    [keep] = c.answered(prompt(1), "r1", GenerateResult([5] * 400, "length", 10, 400, "r1"), 4.0, 4.0)
+    assert keep == Keep(GenerateResult([5] * 400, "length", 10, 400, "r1"), generated=400)
+    c.sent(prompt(2), "r2", now=0.0)  # sent with its class's limit: a length answer is truncation there
+    [keep] = c.answered(prompt(2), "r2", GenerateResult([5] * 300, "length", 10, 300, "r2"), 4.0, 4.0)
+    assert keep.generated is None
 
 
 # ---- the pure helpers -----------------------------------------------------------------------------

@@ -45,8 +45,8 @@ MAX_CONSECUTIVE_FAILURES = 20
 ActionHook = Callable[[str, Action], None]
 
 
-def sampling_params_for(dataset: DatasetConfig, prompt: Prompt) -> dict:
-    return {**dataset.sampling_params, "max_new_tokens": prompt.max_new_tokens}
+def sampling_params_for(dataset: DatasetConfig, max_new_tokens: int) -> dict:
+    return {**dataset.sampling_params, "max_new_tokens": max_new_tokens}
 
 
 def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, server_lost: bool) -> int:
@@ -163,9 +163,8 @@ class Engine:
             before = previous.datasets.get(d.name) if previous else None
             self.datasets.append(DatasetController.for_dataset(cfg, index, writer.totals, clock, before, elsewhere,
                                                                self.end_ids))
-        for index, dataset in enumerate(self.datasets):
+        for dataset in self.datasets:
             dataset.siblings = self.datasets
-            dataset.later = self.datasets[index + 1:]
         self._refresh_coordination()
 
     async def _feed_in_order(self, feeds: list[asyncio.Task]) -> None:
@@ -283,11 +282,13 @@ class Engine:
         # A row sent again after a trim gets a fresh rid: the server may still hold the old one.
         sends = self._sends[sample_id] = self._sends.get(sample_id, -1) + 1
         rid = make_rid(self.run_key, sample_id, sends)
+        now = time.monotonic()
+        max_new_tokens = dataset.max_new_tokens(prompt, now)
         work = self._replay(dataset, prompt, rid, queued_s) if prompt.response_ids is not None else \
-            self._request(dataset, prompt, rid, queued_s)
+            self._request(dataset, prompt, rid, max_new_tokens, queued_s)
         task = self._tasks[rid] = asyncio.create_task(work, name=rid)
         self.slots.take(prompt.prompt_class)
-        actions = dataset.sent(prompt, rid, time.monotonic())
+        actions = dataset.sent(prompt, rid, now, max_new_tokens)
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
         task.add_done_callback(lambda _t: self._finished(dataset, prompt, rid))
@@ -307,8 +308,9 @@ class Engine:
                                 len(prompt.response_ids), rid)
         self._answer(dataset, prompt, rid, {}, result, queued_s, 0.0)
 
-    async def _request(self, dataset: DatasetController, prompt: Prompt, rid: str, queued_s: float) -> None:
-        params = sampling_params_for(dataset.config, prompt)
+    async def _request(self, dataset: DatasetController, prompt: Prompt, rid: str, max_new_tokens: int,
+                       queued_s: float) -> None:
+        params = sampling_params_for(dataset.config, max_new_tokens)
         writer = self.writers[dataset.name]
         started = time.monotonic()
         try:

@@ -17,13 +17,14 @@ def test_rate_meter_window():
     assert m.rate(20.0) == 0.0  # both events left the window
 
 
-def write_part(root, dataset, replica, rows, n, reason="stop", e2e_s=1.0, spacing_s=1.0):
+def write_part(root, dataset, replica, rows, n, reason="stop", e2e_s=1.0, spacing_s=1.0, cut_rows=()):
     w = PartWriter(root, dataset, replica)
     for row in rows:
         w.append_record({"sample_id": f"{dataset}/{row:09d}", "dataset": dataset, "row": row, "input_ids": [1] * 3,
                          "output_ids": [0] * n, "finish_reason": reason, "prompt_tokens": 3,
                          "completion_tokens": n, "prompt_class": "short", "sampling_params": {}, "rid": "r",
-                         "timings": {"queued_s": 0, "e2e_s": e2e_s, "finished_at": 100.0 + spacing_s * row}})
+                         "timings": {"queued_s": 0, "e2e_s": e2e_s, "finished_at": 100.0 + spacing_s * row},
+                         **({"cut_at_budget": True} if row in cut_rows else {})})
     w.append_skip(10_000 + replica, "bad_json")
     w.close()
 
@@ -38,6 +39,16 @@ def test_dataset_stats_fold_replicas(tmp_path):
     # From the first request sent (finished at 100 after 1 s) to the last response (103).
     assert s.tokens_per_second == 3020 / 4 and s.eta_s == 3000 / (3020 / 4)
     assert s.lengths.share_over_1k == 0.5
+
+
+def test_responses_cut_at_the_budget_are_counted_apart_from_those_at_max_new_tokens(tmp_path):
+    write_part(tmp_path, "d", 0, [0, 1, 2, 3], 100, reason="length", cut_rows={1, 2, 3})
+    write_part(tmp_path, "d", 1, [4, 5, 6, 7], 300)
+    s = dataset_stats(tmp_path, "d")
+    assert (s.truncated, s.truncated_share) == (1, 1 / 8)
+    assert (s.cut, s.cut_share, s.cut_tokens, s.cut_token_share) == (3, 3 / 8, 300, 300 / 1600)
+    assert report.table_rows([s])[0][report.COLUMNS.index("cut"):report.COLUMNS.index("skipped")] == (
+        "37.5%", "18.8%")
 
 
 def test_a_small_dataset_whose_responses_finish_together_has_a_rate_that_makes_sense(tmp_path):
