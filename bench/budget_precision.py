@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -132,6 +133,9 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
                      for i, c in enumerate(configs)]
             codes = [p.wait() for p in procs]
             wall = time.monotonic() - started
+            # Reaped so far: the generate processes only (the simulators and hogs are still running).
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            client_cpu = usage.ru_utime + usage.ru_stime
             stats = [s.stats() for s in sims]
         finally:
             stop(hogging)
@@ -139,7 +143,7 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
                 s.stop()
         if any(codes):
             raise SystemExit(f"generate exited {codes}: see {work}")
-        return summarise(work, ds, budget, replicas, stats, wall, capacity)
+        return {**summarise(work, ds, budget, replicas, stats, wall, capacity), "client_cpu_s": client_cpu}
 
 
 def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: list[dict], wall: float,
@@ -157,7 +161,7 @@ def summarise(work: Path, ds: list[dict], budget: int, replicas: int, stats: lis
                      "cut_tokens": sum(s.cut_tokens for s in parts) / max(1, kept)})
     generated = sum(s["tokens_generated_total"] for s in stats)
     kept = sum(r["kept"] for r in rows) * budget
-    return {"replicas": replicas, "rows": rows, "wall_s": wall, "speedup": capacity / REAL_CAPACITY_TPS,
+    return {"replicas": replicas, "budget": budget, "rows": rows, "wall_s": wall, "speedup": capacity / REAL_CAPACITY_TPS,
             "utilisation": generated / (capacity * replicas * wall), "efficiency": kept / (capacity * replicas * wall),
             "cut_samples": sum(r["cut_samples"] for r in rows) / max(1, sum(r["samples"] for r in rows)),
             "cut_tokens": sum(r["cut_tokens"] * r["kept"] for r in rows) / max(1e-9, sum(r["kept"] for r in rows))}
@@ -177,6 +181,9 @@ def show(result: dict, hogs: int) -> None:
           f"(goal >= {UTILISATION_GOAL}), kept tokens / capacity {result['efficiency']:.3f}")
     print(f"  cut at the budget: {100 * result['cut_samples']:.1f}% of the samples, "
           f"{100 * result['cut_tokens']:.1f}% of the kept tokens")
+    kept = sum(r["kept"] for r in result["rows"]) * result["budget"]
+    print(f"  client CPU: {result['client_cpu_s']:.1f} s over the generate processes, "
+          f"{1000 * result['client_cpu_s'] / kept:.4f} s per 1,000 kept tokens")
     low = [r["dataset"] for r in result["rows"] if r["kept"] < 1.0]
     if low:
         print(f"  BELOW BUDGET (rows remained): {low}")
