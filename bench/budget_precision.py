@@ -3,6 +3,7 @@ thrown away, against its budget.
 
     .venv/bin/python bench/budget_precision.py [--replicas 1,2,4] [--budget 1000000] [--total-tps 100000]
         [--at-budget cut|abort] [--hog N]
+    .venv/bin/python bench/budget_precision.py --server real [--replicas 2] [--budget 25000] [--datasets 4]
 
 Per replica, its own `jobrunner generate` process and its own simulator process. Ten datasets with
 the reference run's length profiles (function calling, code, math, chat, SWE, twice each; the SWE
@@ -29,6 +30,9 @@ Printed per dataset and in all:
   counted against it (utilisation / (1 + excess) over the run);
 - cut: the kept tokens and samples of responses cut at the budget (`--at-budget cut`, the
   default), which the corpus keeps marked truncated.
+`--server real` runs each replica against a real SGLang 0.5.23 on the CPU instead, in real time
+(bench/budget_precision_real.py says what it measures).
+
 `--hog N` runs N busy processes beside the replicas for the whole run (a generate container on a
 node it shares, throttled, or paused by its garbage collector): the client then acts late, and
 what it makes past a share before it acts is the excess the server-side bounds must hold.
@@ -191,20 +195,28 @@ def show(result: dict, hogs: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicas", default="1,2,4", help="comma-separated replica counts to run")
-    parser.add_argument("--budget", type=int, default=1_000_000, help="tokens per dataset")
+    parser.add_argument("--server", choices=("simulator", "real"), default="simulator")
+    parser.add_argument("--replicas", default=None, help="comma-separated replica counts to run (1,2,4; real: 2)")
+    parser.add_argument("--budget", type=int, default=None, help="tokens per dataset (1,000,000; real: 25,000)")
     parser.add_argument("--total-tps", type=float, default=100_000.0,
                         help="tokens/s of all the simulators together, in real time (sets the speedup)")
     parser.add_argument("--rows", type=int, default=None,
                         help="prompts per dataset (default: enough that none runs out, 4 per 1,000 tokens of budget)")
-    parser.add_argument("--datasets", type=int, default=10, help="the first N of the ten datasets")
+    parser.add_argument("--datasets", type=int, default=None, help="the first N of the ten datasets (real: 4)")
     parser.add_argument("--at-budget", choices=("cut", "abort"), default="cut",
                         help="what happens to the requests in flight at a replica's part of the budget")
     parser.add_argument("--hog", type=int, default=0, help="busy processes beside the replicas (a loaded node)")
     parser.add_argument("--keep", type=Path, default=None, help="leave the run's files (logs, output) here")
     args = parser.parse_args()
+    if args.server == "real":
+        from budget_precision_real import run_real, show as show_real
+
+        for replicas in (int(n) for n in (args.replicas or "2").split(",")):
+            show_real(run_real(replicas, args.budget or 25_000, args.datasets or 4, args.keep, args.at_budget))
+        return 0
+    args.budget, args.datasets = args.budget or 1_000_000, args.datasets or 10
     rows = args.rows or max(3000, 4 * args.budget // 1000)
-    for replicas in (int(n) for n in args.replicas.split(",")):
+    for replicas in (int(n) for n in (args.replicas or "1,2,4").split(",")):
         show(run_once(replicas, args.budget, args.total_tps, rows, args.datasets, args.keep, args.at_budget,
                       args.hog), args.hog)
     return 0

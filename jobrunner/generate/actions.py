@@ -42,10 +42,12 @@ class Tick:
 @dataclass(frozen=True)
 class Keep:
     """Write the record of `result`; `generated` is what the server made for a response cut at
-    the budget (None: the response is kept whole)."""
+    the budget (None: the response is kept whole), `estimated` what the decode clock said it had
+    made when the cut was decided (None: the server stopped it, or it ended, before any cut)."""
 
     result: GenerateResult
     generated: int | None = None
+    estimated: int | None = None
 
 
 @dataclass(frozen=True)

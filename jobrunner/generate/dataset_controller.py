@@ -119,6 +119,7 @@ class Request:
     sent_at: float
     max_new_tokens: int  # what it was sent with (DatasetController.max_new_tokens)
     answered: bool = False  # its outcome is in (kept, skipped, failed): nothing left to cancel or cut
+    estimated_at_cut: int | None = None  # what the decode clock said it had made when it was cut
 
     def stopped_at_the_budget(self, result: GenerateResult) -> bool:
         """Whether the server stopped it at the room it was sent with, short of its class's limit."""
@@ -236,7 +237,7 @@ class DatasetController:
             # Cut at the budget, stopped by the server at the room it was sent with, or ended on
             # its own past what this replica may add (it came back before the cut reached it):
             # kept up to the budget.
-            return self._keep_cut(prompt, result, e2e_s, now)
+            return self._keep_cut(prompt, result, e2e_s, now, request.estimated_at_cut if request else None)
         if aborted:
             # Aborted by the server on its own (our own aborts come with a cancelled Task, whose
             # answer is never read): not a response; the next run generates the row again.
@@ -478,7 +479,8 @@ class DatasetController:
         request.answered = True
         return request
 
-    def _keep_cut(self, prompt: Prompt, result: GenerateResult, e2e_s: float, now: float) -> list[Action]:
+    def _keep_cut(self, prompt: Prompt, result: GenerateResult, e2e_s: float, now: float,
+                  estimated: int | None) -> list[Action]:
         """A request cut at the budget: its partial response kept, cut to what this replica may
         still add (the tokens past it are the excess). A request that had made nothing, or whose
         output the server lost (it aborted the request itself with an error as the cut reached it,
@@ -497,7 +499,7 @@ class DatasetController:
         if output_ids:
             cut = GenerateResult(output_ids, "length", result.prompt_tokens, len(output_ids), result.rid,
                                  result.attempts)
-            return [Keep(cut, generated=result.completion_tokens)]
+            return [Keep(cut, generated=result.completion_tokens, estimated=estimated)]
         if not result.output_lost:
             # What it made, maybe nothing, still corrects the clock: one that ran ahead would
             # otherwise cut again and again on answers that keep nothing.
@@ -546,9 +548,12 @@ class DatasetController:
 
     def _cut(self, now: float) -> list[Action]:
         """Every request in flight not answered is cut; nothing is sent until their answers are in."""
-        rids = tuple(r.rid for r in self.requests.values() if not r.answered and r.rid not in self.cuts_unanswered)
-        if not rids:
+        cut = [r for r in self.requests.values() if not r.answered and r.rid not in self.cuts_unanswered]
+        if not cut:
             return []
+        for r in cut:
+            r.estimated_at_cut = round(min(r.max_new_tokens, self.clock.generated(r.sent_at, now)))
+        rids = tuple(r.rid for r in cut)
         self.cuts_unanswered.update(rids)
         log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add; %s)",
                  self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now),

@@ -78,7 +78,7 @@ def test_a_cut_answer_is_kept_up_to_what_was_left_and_the_share_settles():
     c.sent(prompt(1), "r1", now=1.0)
     c.tick(now=2.0)
     kept = answer(c, prompt(1), "r1", GenerateResult([5] * 130, "abort", 3, 130, "r1"), e2e_s=1.0, now=2.0)
-    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130)]
+    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130, estimated=100)]
     assert c.own_tokens == 500 and c.remaining(2.0) == 0
     c.finished(1, "r1", now=2.0)
     assert c.stage(2.0) == BudgetStage.SETTLED and c.progress(c.totals, 2.0).settled
@@ -367,4 +367,4 @@ def test_a_cut_answer_ending_on_an_end_token_is_a_complete_response():
 
 def test_an_end_token_past_what_is_left_does_not_make_the_kept_part_complete():
     _, kept = cut_on_end_ids([5] * 129 + [2])
-    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130)]
+    assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130, estimated=100)]

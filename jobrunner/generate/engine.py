@@ -355,7 +355,8 @@ class Engine:
             "rid": result.rid,
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": time.time()},
             **({"source": "trace"} if prompt.response_ids is not None else {}),
-            **({"cut_at_budget": True} if keep.generated is not None else {}),
+            **({"cut_at_budget": True, "cut": {"generated": keep.generated, "estimated": keep.estimated}}
+               if keep.generated is not None else {}),
         })
         self._carry_out(dataset, dataset.kept(result, keep.generated, e2e_s, time.monotonic()))
 

@@ -74,6 +74,9 @@ async def test_cut_at_the_budget_keeps_the_partial_responses_and_makes_it_exactl
         # The requests in flight at the budget were cut: kept as truncated responses, each within its
         # limit, and counted apart in the summary.
         assert cut and all(r["finish_reason"] == "length" and 0 < r["completion_tokens"] <= 4096 for r in cut)
+        # Each says what the server made for it, and what the decode clock said it had when cut.
+        assert all(r["cut"]["generated"] >= r["completion_tokens"] for r in cut)
+        assert any(r["cut"]["estimated"] is not None for r in cut)
         summary = output.read_summary(tmp_path / "out", name, 0)
         assert (summary.cut_records, summary.cut_tokens) == (len(cut), sum(r["completion_tokens"] for r in cut))
     assert sim.stats.aborted > 0

@@ -4,7 +4,6 @@ found it (a test that kills its server, or needs a second one, starts its own)."
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
@@ -78,12 +77,3 @@ def simulated_sglang(real_model):
 def sglang(request):
     """The real server, then the simulator launched like it."""
     return request.getfixturevalue("real_sglang" if request.param == "real" else "simulated_sglang")
-
-
-def generation_tokens(server: HTTPEndpoint) -> float:
-    """Every token the server has generated since it started, by its own count (/metrics)."""
-    status, body = server.get("/metrics")
-    assert status == 200, body
-    found = re.search(rb"^sglang:generation_tokens_total\{[^}]*\} ([0-9.e+]+)$", body, re.M)
-    assert found, body[:2000]
-    return float(found.group(1))

@@ -18,7 +18,7 @@ from jobrunner.generate.run import run_generate
 from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.sglang.client import SGLangClient
 from tests.jobrunner.conftest import write_prompts
-from tests.real_sglang.conftest import CONTEXT_LEN, MAX_RUNNING, generation_tokens
+from tests.real_sglang.conftest import CONTEXT_LEN, MAX_RUNNING
 
 
 def config(server, tmp_path, model, datasets, **extra):
@@ -61,9 +61,9 @@ def run_budgets(server, tmp_path, model, prompts, budgets, at_budget) -> float:
     cfg = config(server, tmp_path / at_budget, model, [
         {"name": name, "path": prompts, "budget_tokens": budget, "concurrency": MAX_RUNNING}
         for name, budget in budgets.items()], at_budget=at_budget)
-    before = generation_tokens(server)
+    before = server.generation_tokens()
     assert asyncio.run(run_generate(cfg)) == exit_codes.OK, server.log_tail()
-    return generation_tokens(server) - before
+    return server.generation_tokens() - before
 
 
 def test_the_cut_keeps_exactly_the_budget_and_wastes_less_than_aborting(real_sglang, real_model, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -44,6 +45,15 @@ class HTTPEndpoint:
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
+
+    def generation_tokens(self) -> float:
+        """Every token the server has generated since it started, by its own count (/metrics,
+        which the server exports with --enable-metrics)."""
+        status, body = self.get("/metrics")
+        found = re.search(rb"^sglang:generation_tokens_total\{[^}]*\} ([0-9.e+]+)$", body, re.M) if status == 200 else None
+        if found is None:
+            raise RuntimeError(f"no sglang:generation_tokens_total in /metrics ({status}): {body[:500]!r}")
+        return float(found.group(1))
 
     def post(self, path: str, body: dict) -> tuple[int, bytes]:
         request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
