@@ -3,7 +3,7 @@ thrown away, against its budget.
 
     .venv/bin/python bench/budget_precision.py [--replicas 1,2,4] [--budget 1000000] [--total-tps 100000]
         [--at-budget cut|abort] [--hog N]
-    .venv/bin/python bench/budget_precision.py --server real [--replicas 2] [--budget 25000] [--datasets 4]
+    .venv/bin/python bench/budget_precision.py --server real [--replicas 2] [--budget 60000] [--datasets 4]
 
 Per replica, its own `jobrunner generate` process and its own simulator process. Ten datasets with
 the reference run's length profiles (function calling, code, math, chat, SWE, twice each; the SWE
@@ -197,7 +197,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=("simulator", "real"), default="simulator")
     parser.add_argument("--replicas", default=None, help="comma-separated replica counts to run (1,2,4; real: 2)")
-    parser.add_argument("--budget", type=int, default=None, help="tokens per dataset (1,000,000; real: 25,000)")
+    parser.add_argument("--budget", type=int, default=None, help="tokens per dataset (1,000,000; real: 60,000, about three minutes of the two CPU servers)")
     parser.add_argument("--total-tps", type=float, default=100_000.0,
                         help="tokens/s of all the simulators together, in real time (sets the speedup)")
     parser.add_argument("--rows", type=int, default=None,
@@ -212,7 +212,7 @@ def main() -> int:
         from budget_precision_real import run_real, show as show_real
 
         for replicas in (int(n) for n in (args.replicas or "2").split(",")):
-            show_real(run_real(replicas, args.budget or 25_000, args.datasets or 4, args.keep, args.at_budget))
+            show_real(run_real(replicas, args.budget or 60_000, args.datasets or 4, args.keep, args.at_budget))
         return 0
     args.budget, args.datasets = args.budget or 1_000_000, args.datasets or 10
     rows = args.rows or max(3000, 4 * args.budget // 1000)

@@ -24,7 +24,6 @@ Measured per dataset and in all, every token count the server's own:
 from __future__ import annotations
 
 import json
-import random
 import resource
 import statistics
 import subprocess
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from budget_precision import write_prompts
 from draftgen_dev.demo_assets import build_model
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import RealSGLang
@@ -49,13 +49,6 @@ CONTEXT_LEN = 2048  # the tiny model's
 # at this table's worst case (the retraction is measured elsewhere).
 SERVER_ARGS = ("--enable-metrics", "--max-running-requests", "32", "--max-total-tokens", "32768")
 PUBLISH_INTERVAL_S = 1.0
-
-
-def write_prompts(path: Path, rows: int, prompt_len: int, seed: int) -> None:
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for _ in range(rows):
-            f.write(json.dumps({"input_ids": [rng.randrange(3, 500) for _ in range(prompt_len)]}) + "\n")
 
 
 def datasets(work: Path, budget: int, count: int) -> list[dict]:
