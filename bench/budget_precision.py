@@ -116,6 +116,16 @@ def stop(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
+def run_generates(work: Path, configs: list[Path]) -> tuple[list[int], float]:
+    """One `jobrunner generate` process per replica's config, side by side: their exit codes and
+    the wall time from their spawn to the last one's exit (imports and connection included)."""
+    started = time.monotonic()
+    procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
+                              stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
+             for i, c in enumerate(configs)]
+    return [p.wait() for p in procs], time.monotonic() - started
+
+
 def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None,
              at_budget: str, hogs: int = 0) -> dict:
     speedup = total_tps / (REAL_CAPACITY_TPS * replicas)
@@ -131,12 +141,7 @@ def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int
         try:
             configs = [generate_config(work, sims[r].base_url, r, replicas, ds, speedup, at_budget)
                        for r in range(replicas)]
-            started = time.monotonic()
-            procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
-                                      stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
-                     for i, c in enumerate(configs)]
-            codes = [p.wait() for p in procs]
-            wall = time.monotonic() - started
+            codes, wall = run_generates(work, configs)
             # Reaped so far: the generate processes only (the simulators and hogs are still running).
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             client_cpu = usage.ru_utime + usage.ru_stime

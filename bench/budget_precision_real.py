@@ -11,11 +11,14 @@ Measured per dataset and in all, every token count the server's own:
 - kept / budget: the completion tokens written;
 - excess: (what the servers made for the dataset - budget) / budget, where what they made for a
   request is its answer's `completion_tokens` (a cut record keeps it as `cut.generated`); the total
-  is held to the servers' `/metrics` (`sglang:generation_tokens_total` over the generate phase), and
-  what the answers do not account for (requests cancelled unanswered) is printed as unattributed;
+  is held to the servers' `/metrics` (`sglang:generation_tokens_total` over the generate phase: the
+  tokenizer manager's sum of the answers it finished), and what the answers do not account for
+  (requests cancelled unanswered) is printed as unattributed, with the requests the schedulers
+  retracted (`sglang:num_retracted_requests_total`): a retracted request aborted while waiting
+  answers less than it made (docs/budgets.md "On the real scheduler");
 - utilisation: the servers' tokens over the generate phase / (capacity x wall time), the capacity
-  measured in the same run on the same servers by SGLang's own `sglang.benchmark.serving` at the
-  same concurrency (random ids, the mean prompt length, 512 tokens each, EOS ignored), both servers
+  measured in the same run on the same servers, before and after the generate phase (the mean), by
+  SGLang's own `sglang.benchmark.serving` at the same concurrency (random ids, the mean prompt length, 512 tokens each, EOS ignored), both servers
   at once;
 - the decode clock's error: for every request cut, what the clock said it had made when the cut
   was decided against what the server answered.
@@ -27,15 +30,13 @@ import json
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
-from budget_precision import write_prompts
+from budget_precision import run_generates, write_prompts
 from draftgen_dev.demo_assets import build_model
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import RealSGLang
@@ -46,7 +47,7 @@ CLASSES = ({"name": "short", "max_prompt_tokens": 256, "concurrency": 16, "max_n
 PROMPT_TOKENS = {"short": 60, "long": 600}
 CONTEXT_LEN = 2048  # the tiny model's
 # Room for what the class table may lend past the concurrencies, and a KV pool that never retracts
-# at this table's worst case (the retraction is measured elsewhere).
+# at this table's worst case (a retracting server is tested in tests/real_sglang, and counted here).
 SERVER_ARGS = ("--enable-metrics", "--max-running-requests", "32", "--max-total-tokens", "32768")
 PUBLISH_INTERVAL_S = 1.0
 
@@ -78,20 +79,22 @@ def generate_config(work: Path, model: Path, url: str, replica: int, replicas: i
     return path
 
 
-def capacity(servers: list[RealSGLang], model: Path, work: Path) -> float:
-    """Output tokens/s of every server together, by sglang.benchmark.serving against each at once."""
+def capacity(servers: list[RealSGLang], model: Path, work: Path, when: str) -> float:
+    """Output tokens/s of every server together, by sglang.benchmark.serving against each at once
+    (run before and after the generate phase: on this machine the same servers measured up to 27 %
+    less after a run than before it, with or without their radix cache)."""
     concurrency = sum(c["concurrency"] for c in CLASSES)
     mean_prompt = round(sum(c["concurrency"] * PROMPT_TOKENS[c["name"]] for c in CLASSES) / concurrency)
 
     def measure(i_server: tuple[int, RealSGLang]) -> float:
         i, server = i_server
-        result = work / f"capacity-{i}.jsonl"
+        result = work / f"capacity-{when}-{i}.jsonl"
         subprocess.run([str(ensure_installed()), "-m", "sglang.benchmark.serving", "--backend", "sglang",
                         "--base-url", server.base_url, "--dataset-name", "random-ids", "--tokenizer", str(model),
                         "--random-input-len", str(mean_prompt), "--random-output-len", "512",
                         "--random-range-ratio", "1.0", "--num-prompts", str(2 * concurrency),
                         "--max-concurrency", str(concurrency), "--seed", str(i), "--output-file", str(result)],
-                       check=True, stdout=subprocess.DEVNULL, stderr=open(work / f"capacity-{i}.log", "wb"))
+                       check=True, stdout=subprocess.DEVNULL, stderr=open(work / f"capacity-{when}-{i}.log", "wb"))
         return float(json.loads(result.read_text().splitlines()[-1])["output_throughput"])
 
     with ThreadPoolExecutor(len(servers)) as pool:
@@ -118,25 +121,24 @@ def run_real(replicas: int, budget: int, count: int, keep: Path | None, at_budge
         try:
             for r in range(replicas):  # one at a time: two starting side by side time out on two cores
                 servers.append(RealSGLang(model, work / f"sglang-{r}.log", *SERVER_ARGS).start())
-            tps = capacity(servers, model, work)
+            before_tps = capacity(servers, model, work, "before")
             configs = [generate_config(work, model, servers[r].base_url, r, replicas, ds, at_budget)
                        for r in range(replicas)]
-            before = [s.generation_tokens() for s in servers]
+            before = [(s.generation_tokens(), s.retracted_requests()) for s in servers]
             peers_cpu = cpu_of_children()  # the capacity peers, reaped
-            started = time.monotonic()
-            procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
-                                      stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
-                     for i, c in enumerate(configs)]
-            codes = [p.wait() for p in procs]
-            wall = time.monotonic() - started
+            codes, wall = run_generates(work, configs)
             client_cpu = cpu_of_children() - peers_cpu
-            generated = sum(s.generation_tokens() - b for s, b in zip(servers, before))
+            generated = sum(s.generation_tokens() - b for s, (b, _) in zip(servers, before))
+            retracted = sum(s.retracted_requests() - b for s, (_, b) in zip(servers, before))
+            after_tps = capacity(servers, model, work, "after")
         finally:
             for s in servers:
                 s.stop()
         if any(codes):
             raise SystemExit(f"generate exited {codes}: see {work}")
-        return summarise(work, ds, budget, replicas, generated, tps, wall, client_cpu)
+        tps = (before_tps + after_tps) / 2
+        return {**summarise(work, ds, budget, replicas, generated, tps, wall, client_cpu), "retracted": retracted,
+                "capacity_span": (before_tps, after_tps)}
 
 
 def summarise(work: Path, ds: list[dict], budget: int, replicas: int, generated: float, tps: float, wall: float,
@@ -159,8 +161,10 @@ def summarise(work: Path, ds: list[dict], budget: int, replicas: int, generated:
 
 
 def show(result: dict) -> None:
+    before, after = result["capacity_span"]
     print(f"\nreal SGLang 0.5.23, {result['replicas']} replica(s): {result['wall_s']:.1f} s, capacity "
-          f"{result['capacity_tps']:.0f} tokens/s (sglang.benchmark.serving, the same servers and concurrency)")
+          f"{result['capacity_tps']:.0f} tokens/s (sglang.benchmark.serving on the same servers at the same "
+          f"concurrency: {before:.0f} before the run, {after:.0f} after)")
     print(f"  {'dataset':<10} {'kept/budget':>12} {'excess':>9} {'cut samples':>12} {'cut tokens':>11}")
     for r in result["rows"]:
         print(f"  {r['dataset']:<10} {r['kept']:>12.4f} {100 * r['excess']:>8.2f}% "
@@ -168,7 +172,9 @@ def show(result: dict) -> None:
     excess = [r["excess"] for r in result["rows"]]
     print(f"  median excess {100 * statistics.median(excess):.2f}%, worst {100 * max(excess):.2f}%; over all "
           f"datasets by /metrics {100 * result['excess']:.2f}% ({result['unattributed']:.0f} tokens no answer "
-          f"accounts for); utilisation {result['utilisation']:.3f}")
+          f"accounts for, {result['retracted']:.0f} requests retracted); utilisation {result['utilisation']:.3f} "
+          f"({result['utilisation'] * result['capacity_tps'] / before:.3f} against the capacity before the run, "
+          f"{result['utilisation'] * result['capacity_tps'] / after:.3f} after)")
     kept = sum(r["kept"] for r in result["rows"]) * result["budget"]
     cut = sum(r["cut_tokens"] * r["kept"] for r in result["rows"]) / max(1e-9, sum(r["kept"] for r in result["rows"]))
     print(f"  cut at the budget: {100 * cut:.1f}% of the kept tokens; generate processes' CPU "

@@ -181,3 +181,37 @@ async def test_requests_an_admin_aborts_are_left_for_the_next_run_never_kept_as_
            if m}
     assert hit and not hit & rows
     assert len(rows) == len(recs) and sum(r["completion_tokens"] for r in recs) == 3000
+
+
+# SGLang's own switch for testing retraction (SGLANG_TEST_RETRACT, python/sglang/srt/environ.py):
+# the scheduler retracts running requests every few decode steps as if the KV pool were full, and
+# admits no prefill while more than NO_PREFILL_BS run, so the retracted ones wait in the queue.
+RETRACTING = {"SGLANG_TEST_RETRACT": "1", "SGLANG_TEST_RETRACT_NO_PREFILL_BS": "2"}
+
+
+def test_the_cut_keeps_exactly_the_budget_on_a_server_that_retracts(real_model, tmp_path):
+    """A request retracted back to the waiting queue and aborted there answers only the tokens
+    that had reached the tokenizer manager (whole steps of 50), not what it had made: the cut must
+    still keep every budget exactly, each record as the server answered it, and no row twice. About
+    a minute, the server's start included."""
+    server = RealSGLang(real_model, tmp_path / "retracting.log", "--enable-metrics",
+                        "--max-running-requests", str(MAX_RUNNING)).start(RETRACTING)
+    try:
+        prompts = write_prompts(tmp_path / "prompts.jsonl", 200)
+        budgets = {"a": 1500, "b": 1000}
+        datasets = [{"name": name, "path": prompts, "budget_tokens": budget, "concurrency": MAX_RUNNING,
+                     "max_new_tokens": 300, "sampling_params": {"ignore_eos": True}}
+                    for name, budget in budgets.items()]
+        assert asyncio.run(run_generate(config(server, tmp_path, real_model, datasets))) == exit_codes.OK, \
+            server.log_tail()
+        retracted = [int(n) for n in re.findall(r"Testing retraction\. #retracted_reqs: (\d+)",
+                                                (tmp_path / "retracting.log").read_text())]
+        assert sum(retracted) > 0, "the server retracted nothing: the test did not test retraction"
+    finally:
+        server.stop()
+    for name, budget in budgets.items():
+        recs = records(tmp_path, name)
+        assert sum(r["completion_tokens"] for r in recs) == budget, name
+        assert len({r["row"] for r in recs}) == len(recs), f"{name}: a row kept twice"
+        assert all(len(r["output_ids"]) == r["completion_tokens"] > 0 for r in recs)
+        assert all(r["cut"]["generated"] >= r["completion_tokens"] for r in recs if r.get("cut_at_budget"))

@@ -47,13 +47,26 @@ class HTTPEndpoint:
             return e.code, e.read()
 
     def generation_tokens(self) -> float:
-        """Every token the server has generated since it started, by its own count (/metrics,
-        which the server exports with --enable-metrics)."""
-        status, body = self.get("/metrics")
-        found = re.search(rb"^sglang:generation_tokens_total\{[^}]*\} ([0-9.e+]+)$", body, re.M) if status == 200 else None
+        """Every token of the requests the server has answered since it started, by its own count:
+        the tokenizer manager adds each finished request's completion_tokens
+        (`observe_one_finished_request`, python/sglang/srt/managers/tokenizer_manager.py), so it is
+        what the answers say, not what the scheduler made (/metrics, with --enable-metrics)."""
+        found = self._counter("sglang:generation_tokens_total")
         if found is None:
-            raise RuntimeError(f"no sglang:generation_tokens_total in /metrics ({status}): {body[:500]!r}")
-        return float(found.group(1))
+            raise RuntimeError("no sglang:generation_tokens_total in /metrics: is --enable-metrics set?")
+        return found
+
+    def retracted_requests(self) -> float:
+        """Requests the scheduler has taken back to its waiting queue for want of KV cache (the
+        counter appears at the first one)."""
+        return self._counter("sglang:num_retracted_requests_total") or 0.0
+
+    def _counter(self, name: str) -> float | None:
+        status, body = self.get("/metrics")
+        if status != 200:
+            raise RuntimeError(f"/metrics answered {status}: {body[:500]!r}")
+        found = re.search(rb"^" + re.escape(name.encode()) + rb"\{[^}]*\} ([0-9.e+]+)$", body, re.M)
+        return float(found.group(1)) if found else None
 
     def post(self, path: str, body: dict) -> tuple[int, bytes]:
         request = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
