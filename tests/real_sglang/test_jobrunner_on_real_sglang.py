@@ -193,7 +193,7 @@ def test_the_cut_keeps_exactly_the_budget_on_a_server_that_retracts(real_model, 
     """A request retracted back to the waiting queue and aborted there answers only the tokens
     that had reached the tokenizer manager (whole steps of 50), not what it had made: the cut must
     still keep every budget exactly, each record as the server answered it, and no row twice. About
-    a minute, the server's start included."""
+    40 s, the server's start included."""
     server = RealSGLang(real_model, tmp_path / "retracting.log", "--enable-metrics",
                         "--max-running-requests", str(MAX_RUNNING)).start(RETRACTING)
     try:
@@ -204,9 +204,8 @@ def test_the_cut_keeps_exactly_the_budget_on_a_server_that_retracts(real_model, 
                     for name, budget in budgets.items()]
         assert asyncio.run(run_generate(config(server, tmp_path, real_model, datasets))) == exit_codes.OK, \
             server.log_tail()
-        retracted = [int(n) for n in re.findall(r"Testing retraction\. #retracted_reqs: (\d+)",
-                                                (tmp_path / "retracting.log").read_text())]
-        assert sum(retracted) > 0, "the server retracted nothing: the test did not test retraction"
+        # By the server's own counter, which the real-server bench reads too (0 there must mean none).
+        assert server.retracted_requests() > 0, "the server retracted nothing: the test did not test retraction"
     finally:
         server.stop()
     for name, budget in budgets.items():
