@@ -20,6 +20,7 @@ import json
 import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, hidden_state_layout, provenance
@@ -31,6 +32,7 @@ from jobrunner.hidden_states.backend import FINAL_STATES, Backend
 from jobrunner.hidden_states.store import ShardStore
 
 ESTIMATE_NAME = "estimate.json"
+BACKENDS = ("transformers", "sglang")
 INDEX_EVERY_S = 60.0
 
 
@@ -41,8 +43,10 @@ def corpus_tokens(manifest: dict, splits: list[str]) -> int:
 def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_layers: list[int] | None = None,
             final_state: str = "post-norm", dtype: str = "bf16", max_len: int | None = None,
             too_long: str = "truncate", max_batch_tokens: int = 16384, max_batch_size: int = 64,
-            sort_window: int = 2048, shard_mb: float = 1024, make_backend=None, log=print) -> dict:
-    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index."""
+            sort_window: int = 2048, shard_mb: float = 1024, backend_name: str = "transformers", make_backend=None,
+            log=print) -> dict:
+    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index.
+    `backend_name` says what `make_backend` makes (recorded with the states; a resume must match)."""
     from jobrunner.hidden_states.transformers_backend import model_dims
 
     manifest = corpus.read_manifest(corpus_dir)
@@ -54,10 +58,37 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     store = ShardStore(out_dir, {
         "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
         "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
-        "max_len": max_len, "too_long": too_long})
+        "max_len": max_len, "too_long": too_long, "backend": backend_name})
     if store.samples:
         log(f"extract: resuming: {len(store.samples)} samples already in {len(store.shards)} shards")
     backend: Backend = (make_backend or _transformers_backend)(model_path, layers, final_state, dtype)
+    with closing(backend):
+        skipped, done_now = extract_all(store, backend, corpus_dir, splits, estimate, max_len, too_long,
+                                        max_batch_tokens, max_batch_size, sort_window, shard_mb, log)
+    store.flush()
+    origin = extraction_provenance(Path(corpus_dir), model_path, final_state, backend_name)
+    if origin["model_matches_generation"] is False:
+        log("extract: WARNING: the model's config files differ from those the corpus was generated with")
+    index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items())), "provenance": origin})
+    log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
+        f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
+    return index
+
+
+@contextmanager
+def closing(backend: Backend):
+    """The backend's processes (SGLang's tensor-parallel ranks) stopped however the run ends."""
+    try:
+        yield backend
+    finally:
+        getattr(backend, "close", lambda: None)()
+
+
+def extract_all(store: ShardStore, backend: Backend, corpus_dir, splits: list[str], estimate: dict,
+                max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int, sort_window: int,
+                shard_mb: float, log) -> tuple[dict[str, int], int]:
+    """Every sample not stored yet, in batches, a shard written whenever one is full; returns
+    (skipped samples by reason, samples stored this run)."""
     shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])
     skipped: dict[str, int] = {}
     done_now = 0
@@ -73,17 +104,10 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
                     store.write_index({"complete": False, "skipped": skipped})
                     last_index = time.monotonic()
                     log(f"extract: {len(store.samples)} samples in {len(store.shards)} shards")
-    store.flush()
-    origin = extraction_provenance(Path(corpus_dir), model_path, final_state)
-    if origin["model_matches_generation"] is False:
-        log("extract: WARNING: the model's config files differ from those the corpus was generated with")
-    index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items())), "provenance": origin})
-    log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
-        f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
-    return index
+    return skipped, done_now
 
 
-def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str) -> dict:
+def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str, backend_name: str) -> dict:
     """What made these states (draftgen_contracts.provenance): the model's files, the layer and
     final-state conventions, the corpus (its manifest's hash) and what generated it."""
     manifest_bytes = (corpus_dir / corpus.MANIFEST_NAME).read_bytes()
@@ -92,7 +116,7 @@ def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str) -
     generated_with = [s.get("model") for s in generation.get("sessions", []) if s.get("model")]
     return {"draftgen_version": provenance.draftgen_version(), "model": {"path": str(model_path), "files": model},
             "model_matches_generation": all(m == model for m in generated_with) if generated_with else None,
-            "aux_layer_convention": provenance.AUX_LAYER_CONVENTION,
+            "aux_layer_convention": provenance.AUX_LAYER_CONVENTION, "backend": backend_name,
             "final_state": {final_state: hidden_state_layout.FINAL_STATES[final_state]},
             "corpus": {"manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "generation": generation}}
 
@@ -152,6 +176,22 @@ def _transformers_backend(model_path, layers, final_state, dtype, device="cpu", 
                                device=device, device_map=device_map)
 
 
+def backend_factory(args: argparse.Namespace):
+    """The backend the command line names, as `extract` makes it: (model, layers, final state, dtype)."""
+    if args.backend == "transformers":
+        return lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map)
+    server_args = json.loads(args.server_args)
+    if not isinstance(server_args, list) or not all(isinstance(a, str) for a in server_args):
+        raise ValueError(f"--server-args {args.server_args!r}: expected a JSON list of strings")
+
+    def make(model_path, layers, final_state, dtype):
+        from jobrunner.hidden_states.sglang_backend import SGLangBackend
+
+        return SGLangBackend(model_path, layers, final_state, dtype, tp_size=args.tp_size, server_args=server_args,
+                             max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size)
+    return make
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", required=True, help="a merged corpus directory (jobrunner merge)")
     parser.add_argument("--model", required=True, help="the target model (a transformers checkpoint directory)")
@@ -168,8 +208,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--sort-window", type=int, default=2048, help="samples sorted by length together")
     parser.add_argument("--shard-mb", type=float, default=1024, help="target shard size")
-    parser.add_argument("--device", default="cpu", help="torch device when --device-map is not given")
-    parser.add_argument("--device-map", help="transformers device_map, e.g. auto (spreads a big model over GPUs)")
+    parser.add_argument("--backend", choices=BACKENDS, default="transformers",
+                        help="what runs the target: transformers, or SGLang's own model runner in this "
+                        "process (needs SGLang importable; docs/eagle3.md#the-sglang-backend)")
+    parser.add_argument("--device", default="cpu", help="transformers: torch device when --device-map is not given")
+    parser.add_argument("--device-map", help="transformers: device_map, e.g. auto (spreads a big model over GPUs)")
+    parser.add_argument("--tp-size", type=int, default=1, help="sglang: tensor-parallel ranks (one per GPU)")
+    parser.add_argument("--server-args", default="[]",
+                        help="sglang: the generation server's own flags as a JSON list (quantization, memory, "
+                        "kernels); the backend adds the capture settings and refuses flags that change them")
     parser.add_argument("--export", action="append", choices=["specforge", "speculators"], default=[],
                         help="also write the states in that tool's layout under OUT/exports/ (repeatable)")
 
@@ -181,8 +228,8 @@ def main(args: argparse.Namespace) -> int:
         extract(args.corpus, args.out, args.model, splits=splits, aux_layers=layers, final_state=args.final_state,
                 dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
                 max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
-                sort_window=args.sort_window, shard_mb=args.shard_mb,
-                make_backend=lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map))
+                sort_window=args.sort_window, shard_mb=args.shard_mb, backend_name=args.backend,
+                make_backend=backend_factory(args))
         if args.export:
             from jobrunner.exports import export_states
 

@@ -35,7 +35,9 @@ FORMAT = "draftgen-eagle3-states"
 FORMAT_VERSION = "1"
 SCALES_SUFFIX = "_scales"  # fp8 states: `<tensor>_scales` beside each state tensor
 # Settings that must agree between a resumed run and the shards already written.
-RUN_KEYS = ("aux_layers", "final_state", "dtype", "hidden_size", "max_len", "too_long")
+# A resume with another backend is refused too: the backends agree bit for bit in fp32 only (docs/eagle3.md).
+RUN_KEYS = ("aux_layers", "final_state", "dtype", "hidden_size", "max_len", "too_long", "backend")
+RUN_DEFAULTS = {"backend": "transformers"}  # shards written before the key existed
 
 
 def read_shard_header(path: Path) -> dict:
@@ -62,8 +64,9 @@ class ShardStore:
         for path in sorted(p for p in self.directory.iterdir() if names.parse_states_shard_name(p.name) is not None):
             header = read_shard_header(path)
             for key in RUN_KEYS:
-                if header["run"].get(key) != run.get(key):
-                    raise ValueError(f"{path}: written with {key}={header['run'].get(key)!r}, this run has "
+                written = header["run"].get(key, RUN_DEFAULTS.get(key))
+                if written != run.get(key, RUN_DEFAULTS.get(key)):
+                    raise ValueError(f"{path}: written with {key}={written!r}, this run has "
                                      f"{run.get(key)!r}; use another --out or the same settings")
             self._add_shard(path.name, header["sample_ids"], header["offsets"], path.stat().st_size)
         self._next = 1 + max((names.parse_states_shard_name(s["name"]) for s in self.shards), default=-1)

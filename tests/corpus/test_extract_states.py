@@ -189,6 +189,9 @@ def test_bad_layers_and_changed_settings_are_clear_errors(corpus_dir, model_dir,
     assert cli_main(args + ["--split", "eval"]) == 0
     assert cli_main(args + ["--split", "eval", "--final-state", "pre-norm"]) == 2
     assert "final_state" in capsys.readouterr().err
+    # Another backend on the same states (they agree bit for bit in fp32 only): refused before it loads.
+    assert cli_main(args + ["--split", "eval", "--backend", "sglang"]) == 2
+    assert "written with backend='transformers', this run has 'sglang'" in capsys.readouterr().err
 
 
 def test_fp8_states_are_e4m3_with_a_scale_per_token_and_state_and_half_the_bytes(corpus_dir, model_dir, tmp_path):
