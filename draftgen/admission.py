@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from draftgen import api
 from draftgen_contracts import names
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
+from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER, sglang_python
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, has_one_catch_all
 
 # A Kubernetes quantity (k8s.io/apimachinery pkg/api/resource quantity.go): a signed decimal
@@ -48,6 +49,11 @@ OWN_SERVER_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--ho
 QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 LARGEST_DEFAULT_MAX_NEW = max(c.max_new_tokens for c in DEFAULT_PROMPT_CLASSES)
+
+
+SGLANG_BACKEND_CEL = "!has(self.extraction) || !has(self.extraction.backend) || self.extraction.backend != 'sglang'"
+EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
+SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
 
 
 def _climbs(path: str | None) -> bool:
@@ -111,6 +117,20 @@ SPEC_RULES = [
     Rule(".extraction.layers", "extraction.layers must be >= 0",
          "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
          lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),
+    Rule(".extraction.backend", "extraction.backend: sglang runs jobrunner with the server's Python: "
+         f"server.command must end with {' '.join(SGLANG_LAUNCHER)}",
+         f"{SGLANG_BACKEND_CEL} || !has(self.server.command) || (self.server.command.size() > 2 && "
+         f"self.server.command[self.server.command.size() - 2] == '{SGLANG_LAUNCHER[0]}' && "
+         f"self.server.command[self.server.command.size() - 1] == '{SGLANG_LAUNCHER[1]}')",
+         lambda s: s.extraction.backend != "sglang" or sglang_python(s.server.command) is not None),
+    Rule(".extraction.gpus", "extraction.gpus must equal server.tensorParallelSize with extraction.backend: sglang "
+         "(one rank per GPU), or be 0 with server.tensorParallelSize 1 (the CPU)",
+         f"{SGLANG_BACKEND_CEL} || (has(self.extraction.gpus) ? self.extraction.gpus : {EXTRACTION_GPUS}) == "
+         f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) || "
+         f"((has(self.extraction.gpus) ? self.extraction.gpus : {EXTRACTION_GPUS}) == 0 && "
+         f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) == 1)",
+         lambda s: s.extraction.backend != "sglang" or s.extraction.gpus == s.server.tensor_parallel_size
+         or (s.extraction.gpus == 0 and s.server.tensor_parallel_size == 1)),
     Rule(".extraction.exports", "extraction.exports: " + ", ".join(
              f"{kind} trains on the {state} final state (extraction.finalState: {state})"
              for kind, state in EXPORT_FINAL_STATE.items()),

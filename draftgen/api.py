@@ -203,7 +203,10 @@ class Extraction(Model):
     enabled: bool = Field(False, description="Extract the target model's EAGLE-3 hidden states after the merge.")
     layers: list[int] | None = Field(None, max_length=8, description=(
         "Output layers of the auxiliary states (default {1, N/2-1, N-4} for N decoder layers)."))
-    backend: Literal["transformers"] = "transformers"
+    backend: Literal["transformers", "sglang"] = Field("transformers", description=(
+        "What runs the target model: sglang (SGLang's own model runner with the generation server's "
+        "image, tensor parallelism and flags; recommended for large and quantized models) or transformers "
+        "(device_map auto). Both store the same states (docs/eagle3.md#the-sglang-backend)."))
     dtype: Literal["bf16", "fp16", "fp8"] = Field("bf16", description=(
         "Storage dtype of the states; fp8 is e4m3 with one float32 scale per token and state, about half "
         "of bf16 (docs/formats.md#fp8-states)."))

@@ -8,6 +8,7 @@ same objects as processes (draftgen.local.pod_process), so a laptop run and a cl
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.sglang_protocol import sglang_python
 from draftgen_contracts.generate_config import ContextConfig, CoordinationConfig, DatasetConfig, GenerateConfig
 
 from . import api
@@ -257,15 +259,19 @@ def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
 
 
 def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
-    """`jobrunner extract` for this spec: the model spread over the pod's GPUs (device_map auto) when
-    it has any, else on the CPU."""
+    """`jobrunner extract` for this spec. transformers: the model spread over the pod's GPUs
+    (device_map auto) when it has any, else on the CPU. sglang: run by the server's Python (its
+    command without the launcher) with the server's tensor parallelism and its own flags."""
     e, root = spec.extraction, output_root(name, spec)
-    placement = ["--device-map", "auto"] if e.gpus else []
-    return ["jobrunner", "extract", "--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
-            "--out", f"{root}/hidden-states", "--dtype", e.dtype, "--final-state", e.final_state,
-            "--max-len", str(e.max_length), "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
-            *placement, *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
-            *[a for kind in e.exports for a in ("--export", kind)]]
+    common = ["--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(), "--out", f"{root}/hidden-states",
+              "--dtype", e.dtype, "--final-state", e.final_state, "--max-len", str(e.max_length),
+              "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
+              *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
+              *[a for kind in e.exports for a in ("--export", kind)]]
+    if e.backend == "sglang":
+        return [*sglang_python(spec.server.command), "-m", "jobrunner", "extract", *common, "--backend", "sglang",
+                "--tp-size", str(spec.server.tensor_parallel_size), "--server-args", json.dumps(spec.server.args)]
+    return ["jobrunner", "extract", *common, *(["--device-map", "auto"] if e.gpus else [])]
 
 
 def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:
@@ -314,9 +320,24 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
     }
     pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
                 "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
+    if e.backend == "sglang":
+        with_sglang_image(container, pod_spec, spec.runner_image or settings.runner_image, spec.server.image)
     if e.gpus:
         pod_spec.update(nodeSelector=spec.server.node_selector, tolerations=spec.server.tolerations)
     return _job(name, names.extract_job_name(name), "extract", spec, settings, pod_spec)
+
+
+def with_sglang_image(container: dict, pod_spec: dict, runner_image: str, server_image: str) -> None:
+    """The extraction container runs the server's image; an init container from draftgen's image
+    copies jobrunner into an emptyDir that container imports it from (jobrunner.copy_code)."""
+    code = {"name": "jobrunner-code", "mountPath": names.CODE_MOUNT}
+    pod_spec["initContainers"] = [{
+        "name": "jobrunner-code", "image": runner_image, "command": ["jobrunner", "copy-code", names.CODE_MOUNT],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "volumeMounts": [code]}]
+    pod_spec["volumes"].append({"name": "jobrunner-code", "emptyDir": {"sizeLimit": "256Mi"}})
+    container.update(image=server_image, env=[*container["env"], {"name": "PYTHONPATH", "value": names.CODE_MOUNT}])
+    container["volumeMounts"].append({**code, "readOnly": True})
 
 
 def output_lock(name: str, spec: api.DatasetGenerationSpec) -> dict:

@@ -8,10 +8,15 @@ from draftgen_contracts.generate_config import CoordinationConfig
 from draftgen_dev.builders import SpecBuilder
 from jobrunner.config import parse_config
 
-SPEC = (SpecBuilder("k25").model(path="kimi-k2.5", chatTemplate={"enableThinking": True})
-        .server(image="sglang:v0.5.23", args=["--mem-fraction-static", "0.88"]).replicas(2)
-        .dataset("fc", 10_000_000, "prompts/fc.jsonl", samplingParams={"temperature": 0.6, "top_p": 0.95})
-        .set(queueName="gpu-queue").spec())
+
+def k25() -> SpecBuilder:
+    return (SpecBuilder("k25").model(path="kimi-k2.5", chatTemplate={"enableThinking": True})
+            .server(image="sglang:v0.5.23", args=["--mem-fraction-static", "0.88"]).replicas(2)
+            .dataset("fc", 10_000_000, "prompts/fc.jsonl", samplingParams={"temperature": 0.6, "top_p": 0.95})
+            .set(queueName="gpu-queue"))
+
+
+SPEC = k25().spec()
 SETTINGS = plan.OperatorSettings(runner_image="jobrunner:test", extra_pod_labels=(("extra", "yes"),))
 
 
@@ -66,6 +71,31 @@ def test_every_job_is_queued_by_its_label_and_never_created_suspended():
     assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
     for job in (plan.merge_job("k25", SPEC, SETTINGS), plan.extract_job("k25", SPEC, SETTINGS)):
         assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
+
+
+def test_sglang_extraction_runs_jobrunner_with_the_servers_image_python_parallelism_and_flags():
+    spec = k25().extraction(backend="sglang", finalState="pre-norm", layers=[1, 30, 57]).spec()
+    pod = plan.extract_job("k25", spec, SETTINGS)["spec"]["template"]["spec"]
+    (copier,) = pod["initContainers"]
+    (extract,) = pod["containers"]
+    assert copier["image"] == "jobrunner:test" and copier["command"] == ["jobrunner", "copy-code", names.CODE_MOUNT]
+    assert extract["image"] == "sglang:v0.5.23" and extract["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    command = extract["command"]
+    assert command[:4] == ["python3", "-m", "jobrunner", "extract"]  # the server's command, launcher replaced
+    assert command[command.index("--tp-size") + 1] == "8" and command[command.index("--backend") + 1] == "sglang"
+    assert command[command.index("--server-args") + 1] == '["--mem-fraction-static", "0.88"]'
+    assert command[command.index("--aux-layers") + 1] == "1,30,57" and "--device-map" not in command
+    assert {"name": "PYTHONPATH", "value": names.CODE_MOUNT} in extract["env"]
+    code = next(v for v in pod["volumes"] if v["name"] == "jobrunner-code")
+    assert "emptyDir" in code and {"name": "jobrunner-code", "mountPath": names.CODE_MOUNT} in copier["volumeMounts"]
+    assert {"name": "jobrunner-code", "mountPath": names.CODE_MOUNT, "readOnly": True} in extract["volumeMounts"]
+
+
+def test_transformers_extraction_runs_in_draftgens_image_over_the_pods_gpus():
+    pod = plan.extract_job("k25", SPEC, SETTINGS)["spec"]["template"]["spec"]
+    (extract,) = pod["containers"]
+    assert "initContainers" not in pod and extract["image"] == "jobrunner:test"
+    assert extract["command"][:2] == ["jobrunner", "extract"] and extract["command"][-2:] == ["--device-map", "auto"]
 
 
 def test_rendered_generate_config_is_a_valid_jobrunner_config():

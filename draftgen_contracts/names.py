@@ -40,6 +40,9 @@ GENERATE_METRICS_PORT = 9400
 
 DATA_MOUNT = "/data"
 CONFIG_MOUNT = "/etc/draftgen"
+# The SGLang extraction pod: jobrunner's packages, copied here by an init container from draftgen's
+# image, imported by the SGLang image's Python (PYTHONPATH).
+CODE_MOUNT = "/opt/draftgen-code"
 GENERATE_CONFIG_KEY = "generate.yaml"
 REPORT_KEY = "progress.json"
 PREFLIGHT_KEY = "preflight.json"  # the preflight's findings: its report ConfigMap's key, and a file on the volume

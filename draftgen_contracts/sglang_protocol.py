@@ -18,6 +18,17 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+# How a server command launches SGLang (`python -m sglang.launch_server`): what precedes it is the
+# image's Python, which the SGLang extraction backend runs `-m jobrunner` with.
+SGLANG_LAUNCHER = ("-m", "sglang.launch_server")
+
+
+def sglang_python(command: list[str]) -> list[str] | None:
+    """The interpreter part of a server command that launches SGLang, or None when it does not."""
+    n = len(SGLANG_LAUNCHER)
+    return list(command[:-n]) if len(command) > n and tuple(command[-n:]) == SGLANG_LAUNCHER else None
+
+
 # Every key of SGLang 0.5.23's `SamplingParams` and the JSON type it takes
 # (docs/sglang.md#sampling-params). `null` is accepted for every key and means the default.
 SAMPLING_PARAM_KINDS: dict[str, str] = {

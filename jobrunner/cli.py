@@ -19,6 +19,7 @@ COMMANDS = {
     "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
     "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
     "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
+    "copy-code": ("jobrunner.copy_code", "copy jobrunner's packages for another image's Python (SGLang extraction)"),
     "validate": ("jobrunner.validate", "check a corpus and its hidden states: ids, lengths, masks, values, samples"),
     "simulate": ("jobrunner.simulate.cli", "run the SGLang simulator (tests, demos, benchmarks)"),
 }

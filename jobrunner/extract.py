@@ -188,7 +188,7 @@ def backend_factory(args: argparse.Namespace):
         from jobrunner.hidden_states.sglang_backend import SGLangBackend
 
         return SGLangBackend(model_path, layers, final_state, dtype, tp_size=args.tp_size, server_args=server_args,
-                             max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size)
+                             max_batch_size=args.max_batch_size)
     return make
 
 

@@ -69,6 +69,14 @@ INVALID = {
     "int8 dtype": (manifest(extraction={"dtype": "int8"}), "spec.extraction.dtype"),
     "a speculators export of post-norm states": (manifest(extraction={"exports": ["speculators"]}),
                                                  "spec.extraction.exports"),
+    "an unknown extraction backend": (manifest(extraction={"backend": "vllm"}), "spec.extraction.backend"),
+    "sglang extraction with a server that is not SGLang's launcher": (
+        manifest(server={"image": "x", "command": ["jobrunner", "simulate"]}, extraction={"backend": "sglang"}),
+        "spec.extraction.backend"),
+    "sglang extraction on fewer GPUs than the server's ranks": (
+        manifest(extraction={"backend": "sglang", "gpus": 4}), "spec.extraction.gpus"),
+    "sglang extraction on the CPU with eight ranks": (
+        manifest(extraction={"backend": "sglang", "gpus": 0}), "spec.extraction.gpus"),
     "an unknown corpus export": (manifest(merge={"exports": ["csv"]}), "spec.merge.exports[0]"),
     "cut responses that the merge would drop": (manifest(merge={"truncated": "drop"}), "spec.atBudget"),
     "an unknown end at the budget": (manifest(atBudget="finish"), "spec.atBudget"),

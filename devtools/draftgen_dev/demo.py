@@ -41,12 +41,14 @@ CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
 
 def with_real_sglang(manifest: dict) -> dict:
     """The quickstart served by the real SGLang on the CPU: its pod runs SGLang's own launcher from
-    the cached venv with the CPU platform plugin selected; draftgen adds model, host and port."""
+    the cached venv with the CPU platform plugin selected; draftgen adds model, host and port. The
+    extraction runs on SGLang too (the backend docs/eagle3.md recommends), with the same Python and flags."""
     server = manifest["spec"]["server"]
     server["command"] = ["env", *(f"{k}={v}" for k, v in CPU_ENV.items()), "PYTHONUNBUFFERED=1",
                          str(ensure_installed()), "-m", "sglang.launch_server"]
     server["args"] = list(CPU_ARGS)
     server["tensorParallelSize"] = 1  # one CPU process per pod
+    manifest["spec"].setdefault("extraction", {})["backend"] = "sglang"
     return manifest
 
 
@@ -156,8 +158,9 @@ class Demo:
             say("EAGLE-3 hidden states")
             shards = sorted((data / "hidden-states").glob("*.safetensors"))
             written = sum(s.stat().st_size for s in shards)
+            made_by = json.loads(index.read_text()).get("provenance", {}).get("backend", "transformers")
             print(f"  {len(shards)} safetensors shard(s), {written:,d} bytes "
-                  f"(estimated {estimate.get('hiddenStateBytes', 0):,d}), index {index}")
+                  f"(estimated {estimate.get('hiddenStateBytes', 0):,d}), index {index}, extracted by {made_by}")
             exports = sorted(p.name for p in (data / "corpus" / "exports").iterdir()) + sorted(
                 p.name for p in (data / "hidden-states" / "exports").iterdir())
             print(f"  exports for trainers: {', '.join(exports)} (docs/formats.md)")

@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: the spec's folder)")
     parser.add_argument("--server-url", help="a running SGLang server (default: start jobrunner's simulator)")
     parser.add_argument("--extract-device", default="cpu",
-                        help="torch device of the extraction, or 'auto' to spread the model over the GPUs "
-                             "(default cpu)")
+                        help="torch device of the transformers extraction, or 'auto' to spread the model over "
+                             "the GPUs (default cpu); the sglang extraction runs as the spec's server flags say")
 
 
 @contextlib.contextmanager

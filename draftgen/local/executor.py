@@ -233,7 +233,7 @@ class LocalExecutor:
             url = self.server.start(self.server_process(job))
             self.say(f"generate: {url}, output {self.output_root}")
             return process.with_option("--server-url", url).without_option("--metrics-address")
-        if component == Component.EXTRACT:
+        if component == Component.EXTRACT and self.spec.extraction.backend == "transformers":
             return with_device(process, self.extract_device)
         return process
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -9,6 +10,8 @@ from draftgen import api
 from draftgen_contracts import names
 
 JOBRUNNER = [sys.executable, "-m", "jobrunner.cli"]
+# The folder jobrunner is imported from here: what another Python puts on its path to run it.
+JOBRUNNER_ROOT = Path(importlib.util.find_spec("jobrunner").origin).parents[1]
 
 
 def pod_mounts(spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path) -> dict[str, Path]:

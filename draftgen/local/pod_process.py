@@ -2,7 +2,9 @@
 mounts as the Job says, with this machine's paths.
 
 What the process gets otherwise than the pod, all of it here (docs/local-run.md#what-a-local-run-changes):
-- `jobrunner` is this interpreter's `python -m jobrunner.cli` (there is no image to run);
+- `jobrunner` is this interpreter's `python -m jobrunner.cli` (there is no image to run); a command
+  that runs `-m jobrunner` with another image's Python (the SGLang extraction) runs that Python as
+  the spec names it, importing this jobrunner (PYTHONPATH) instead of its init container's copy;
 - a path under one of the container's mounts is the same path under the local folder that stands
   for the volume: the folder the user names for a claim (by where the pod mounts it), one folder
   per ConfigMap (the executor writes its keys there), one per emptyDir; /dev is this machine's;
@@ -11,8 +13,8 @@ What the process gets otherwise than the pod, all of it here (docs/local-run.md#
   port (`--port 0`: two runs on one machine would want the same one); any other server is not run
   (draftgen.local.server);
 - per component (the executor's, since they need what only it knows): generate's `--server-url`
-  is the local server's, and generate serves no metrics port (for the same reason); extraction
-  runs where --extract-device says.
+  is the local server's, and generate serves no metrics port (for the same reason); the
+  transformers extraction runs where --extract-device says.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from draftgen.env_vars import expand_vars
 
-from .paths import JOBRUNNER, local_path
+from .paths import JOBRUNNER, JOBRUNNER_ROOT, local_path
 
 POD_IP_HERE = "127.0.0.1"
 MACHINE_MOUNTS = ("/dev/",)  # /dev/shm and the like: this machine's own
@@ -110,9 +112,20 @@ def pod_process(job: dict, folders: dict[str, Path], volumes_dir: Path, containe
         if folder.is_relative_to(volumes_dir / "emptydirs"):
             folder.mkdir(parents=True, exist_ok=True)
     argv = [expand_vars(a, env) for a in [*container["command"], *(container.get("args") or [])]]
-    if argv[0] != "jobrunner":
+    if argv[0] == "jobrunner":
+        return PodProcess([*JOBRUNNER, *(local_path(a, mounts) for a in argv[1:])], env)
+    start = jobrunner_module_at(argv)
+    if start is None:
         raise NotRunnableHere(f"container {container['name']} runs {argv[0]!r}: only jobrunner's commands run here")
-    return PodProcess([*JOBRUNNER, *(local_path(a, mounts) for a in argv[1:])], env)
+    # Another image's Python running jobrunner (the SGLang extraction): here, that interpreter as the
+    # spec names it, importing this jobrunner, as the pod imports the copy its init container made.
+    return PodProcess([*argv[:start], *(local_path(a, mounts) for a in argv[start:])],
+                      {**env, "PYTHONPATH": str(JOBRUNNER_ROOT)})
+
+
+def jobrunner_module_at(argv: list[str]) -> int | None:
+    """Where `-m jobrunner` starts in a command run by some Python, or None."""
+    return next((i for i in range(len(argv) - 1) if argv[i:i + 2] == ["-m", "jobrunner"]), None)
 
 
 def with_device(process: PodProcess, device: str) -> PodProcess:

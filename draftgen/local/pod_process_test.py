@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from draftgen import plan
-from draftgen.local.paths import JOBRUNNER, pod_mounts
+from draftgen.local.paths import JOBRUNNER, JOBRUNNER_ROOT, pod_mounts
 from draftgen.local.pod_process import NotRunnableHere, PodProcess, pod_process, with_device
 from draftgen_contracts import names
 from draftgen_dev.builders import SpecBuilder
@@ -38,6 +38,15 @@ def test_merge_and_extract_run_on_the_local_folders_the_user_named():
     extract = pod_process(plan.extract_job("qs", SPEC, SETTINGS), FOLDERS, VOLUMES).argv
     assert option(extract, "--model") == str(Path("/m") / SPEC.model.path)
     assert option(extract, "--out") == "/d/qs/hidden-states"
+
+
+def test_the_sglang_extraction_runs_the_servers_python_importing_this_jobrunner(tmp_path):
+    spec = (SpecBuilder.quickstart("qs").server(command=["/opt/sglang/bin/python", "-m", "sglang.launch_server"],
+                                                tensorParallelSize=1).extraction(backend="sglang", gpus=0).spec())
+    process = pod_process(plan.extract_job("qs", spec, SETTINGS), pod_mounts(spec, Path("/d"), Path("/m")), tmp_path)
+    assert process.argv[:4] == ["/opt/sglang/bin/python", "-m", "jobrunner", "extract"]
+    assert option(process.argv, "--out") == "/d/qs/hidden-states" and option(process.argv, "--backend") == "sglang"
+    assert process.env["PYTHONPATH"] == str(JOBRUNNER_ROOT)  # not the pod's copy, which no init container made here
 
 
 def test_an_emptydir_is_a_fresh_folder_of_the_job_and_dev_is_this_machines(tmp_path):

@@ -160,8 +160,7 @@ def rank_main(server_args, port_args, tp_rank: int, layers: list[int], final_sta
 
 class SGLangBackend:
     def __init__(self, model_path: str, aux_layers: list[int] | None, final_state: str = "post-norm",
-                 dtype: str = "bf16", *, tp_size: int = 1, server_args: list[str] = (),
-                 max_batch_tokens: int = 16384, max_batch_size: int = 64):
+                 dtype: str = "bf16", *, tp_size: int = 1, server_args: list[str] = (), max_batch_size: int = 64):
         from sglang.srt.server_args import PortArgs
 
         from jobrunner.hidden_states import plan
@@ -175,7 +174,7 @@ class SGLangBackend:
         check_capture_layers(self.aux_layers, self.num_layers)
         self.dtype = dtype
         args = server_args_from(capture_server_args(model_path, self.aux_layers, dtype, tp_size, list(server_args),
-                                                    max_batch_tokens, max_batch_size))
+                                                    max_batch_size))
         port_args = PortArgs.init_new(args)
         self._ranks = [self._start_rank(args, port_args, rank, final_state) for rank in range(1, args.tp_size)]
         self._capture = Capture(load_rank(args, port_args, 0), self.aux_layers, final_state)

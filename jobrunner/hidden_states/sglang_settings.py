@@ -29,6 +29,10 @@ from draftgen_contracts import hidden_state_layout
 # they are stored, as the transformers backend does).
 SGLANG_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "bfloat16"}
 
+# On the CPU, SGLang 0.5.23 sizes the KV pool from a memory profile that can come out negative in a
+# process that loads the model itself ("Loaded weights leave no GPU memory for the KV cache under
+# --mem-fraction-static=-0.046", measured): a fraction is given when the flags give none.
+CPU_MEM_FRACTION = "0.5"
 # Flags of the generation server that have no meaning for an extraction that never serves: dropped.
 SERVING_ONLY = {"--host": 1, "--port": 1, "--api-key": 1, "--admin-api-key": 1, "--enable-metrics": 0,
                 "--sleep-on-idle": 0, "--max-queued-requests": 1, "--served-model-name": 1}
@@ -61,6 +65,10 @@ def capture_indices(layers: list[int]) -> list[int]:
     return [layer + 1 for layer in layers]
 
 
+def on_the_cpu(args: list[str]) -> bool:
+    return any(args[i:i + 2] == ["--device", "cpu"] for i in range(len(args))) or "--device=cpu" in args
+
+
 def flag_name(arg: str) -> str:
     return arg.split("=", 1)[0].replace("_", "-")
 
@@ -90,17 +98,20 @@ def _value_count(args: list[str], i: int) -> int:
 
 
 def capture_server_args(model_path: str, layers: list[int], dtype: str, tp_size: int, server_args: list[str],
-                        max_batch_tokens: int, max_batch_size: int) -> list[str]:
+                        max_batch_size: int) -> list[str]:
     """`sglang.launch_server`'s flags for an in-process capture of `layers` and the final state."""
     if dtype not in hidden_state_layout.DTYPE_BYTES:
         raise ValueError(f"dtype {dtype!r}: expected one of {sorted(hidden_state_layout.DTYPE_BYTES)}")
     kept = kept_server_args(server_args)
     names = {flag_name(a) for a in kept if a.startswith("--")}
-    sizing = []  # prefill only: no decode graphs to capture
+    sizing = []
     if "--max-running-requests" not in names:  # the request pool must hold a whole batch
         sizing += ["--max-running-requests", str(max_batch_size)]
+    if on_the_cpu(kept) and "--mem-fraction-static" not in names:
+        sizing += ["--mem-fraction-static", CPU_MEM_FRACTION]
     return ["--model-path", model_path, "--dtype", SGLANG_DTYPES[dtype], *kept,
             *(["--tp-size", str(tp_size)] if not names & {"--tp-size", "--tp", "--tensor-parallel-size"} else []),
-            *sizing, "--disable-radix-cache", "--cuda-graph-backend-decode", "disabled", "--chunked-prefill-size", "-1",
+            *sizing, "--disable-radix-cache", "--chunked-prefill-size", "-1",
+            "--cuda-graph-backend-decode", "disabled",  # prefill only: no decode graphs to capture
             "--enable-return-aux-hidden-states", "--speculative-algorithm", "EAGLE3",
             "--return-aux-hidden-state-layer-ids", *map(str, layers)]

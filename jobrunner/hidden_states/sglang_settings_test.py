@@ -20,7 +20,7 @@ def test_a_flag_that_changes_what_a_forward_returns_is_refused_by_name(flag):
 
 
 def test_capture_mode_turns_off_what_loses_rows_and_names_the_layers():
-    args = capture_server_args("/m", [1, 30, 57], "bf16", 8, SERVER, 16384, 64)
+    args = capture_server_args("/m", [1, 30, 57], "bf16", 8, SERVER, 64)
     assert args[:4] == ["--model-path", "/m", "--dtype", "bfloat16"]
     for pair in (["--tp-size", "8"], ["--chunked-prefill-size", "-1"], ["--max-running-requests", "64"],
                  ["--speculative-algorithm", "EAGLE3"]):
@@ -29,7 +29,7 @@ def test_capture_mode_turns_off_what_loses_rows_and_names_the_layers():
 
 
 def test_the_users_tensor_parallel_and_request_pool_flags_win():
-    args = capture_server_args("/m", [1], "fp8", 8, ["--tp", "4", "--max-running-requests", "16"], 16384, 64)
+    args = capture_server_args("/m", [1], "fp8", 8, ["--tp", "4", "--max-running-requests", "16"], 64)
     assert args.count("--tp-size") == 0 and args[args.index("--tp") + 1] == "4"
     assert args[args.index("--max-running-requests") + 1] == "16" and args[3] == "bfloat16"  # fp8: computed in bf16
 
@@ -39,3 +39,11 @@ def test_layer_k_is_captured_as_the_input_of_layer_k_plus_1_and_the_last_layer_c
     check_capture_layers([1, 3, 6], 8)
     with pytest.raises(ValueError, match="aux layer 7 is the model's last decoder layer"):
         check_capture_layers([1, 3, 7], 8)
+
+
+def test_on_the_cpu_a_memory_fraction_is_given_unless_the_flags_give_one():
+    args = capture_server_args("/m", [1], "bf16", 1, ["--device", "cpu"], 8)
+    assert args[args.index("--mem-fraction-static") + 1] == "0.5"
+    mine = capture_server_args("/m", [1], "bf16", 1, ["--device", "cpu", "--mem-fraction-static", "0.3"], 8)
+    assert mine.count("--mem-fraction-static") == 1
+    assert "--mem-fraction-static" not in capture_server_args("/m", [1], "bf16", 8, [], 8)  # a GPU: SGLang's own
