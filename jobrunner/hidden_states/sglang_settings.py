@@ -34,8 +34,10 @@ SGLANG_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8"
 # --mem-fraction-static=-0.046", measured): a fraction is given when the flags give none.
 CPU_MEM_FRACTION = "0.5"
 # Flags of the generation server that have no meaning for an extraction that never serves: dropped.
+# The hierarchical cache extends the radix cache, which extraction turns off.
 SERVING_ONLY = {"--host": 1, "--port": 1, "--api-key": 1, "--admin-api-key": 1, "--enable-metrics": 0,
-                "--sleep-on-idle": 0, "--max-queued-requests": 1, "--served-model-name": 1}
+                "--sleep-on-idle": 0, "--max-queued-requests": 1, "--served-model-name": 1,
+                "--enable-hierarchical-cache": 0}
 # Flags the backend sets itself, or that would change what a forward returns: refused, with why.
 REFUSED = {
     "--model-path": "the backend loads the spec's model",
@@ -46,7 +48,6 @@ REFUSED = {
     "--enable-return-aux-hidden-states": "set by the backend",
     "--enable-return-hidden-states": "set by the backend",
     "--chunked-prefill-size": "chunked prefill returns only the last chunk's rows; the backend turns it off",
-    "--enable-hierarchical-cache": "the prefix cache answers a cached prefix without its rows; it is off",
     "--pp-size": "the backend captures on one pipeline stage (tensor parallelism only)",
     "--dp-size": "one extraction process group per pod (tensor parallelism only)",
 }

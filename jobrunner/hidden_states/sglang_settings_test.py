@@ -4,7 +4,7 @@ from jobrunner.hidden_states.sglang_settings import capture_indices, capture_ser
     kept_server_args
 
 SERVER = ["--quantization", "fp8", "--mem-fraction-static", "0.85", "--host", "0.0.0.0", "--enable-metrics",
-          "--api-key=k", "--trust-remote-code"]
+          "--api-key=k", "--enable-hierarchical-cache", "--trust-remote-code"]
 
 
 def test_the_servers_own_flags_are_kept_and_those_that_only_serve_are_dropped():
