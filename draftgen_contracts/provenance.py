@@ -25,6 +25,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "chat_template.json", "tokenizer.model", "tiktoken.model", "vocab.json", "merges.txt")
 # Keys of /server_info that change while a server runs, or say nothing of what it generates.
 VOLATILE_SERVER_KEYS = ("internal_states", "host", "port", "last_gen_throughput")
+REDACTED = "<redacted>"
 
 
 def draftgen_version() -> str:
@@ -54,9 +55,24 @@ def file_hashes(directory: str | Path | None, file_names: tuple[str, ...]) -> di
     return found
 
 
-def server_facts(server_info: dict) -> dict:
-    """What a server's `/server_info` says of how it generates: its version and its args."""
-    return {k: v for k, v in sorted(server_info.items()) if k not in VOLATILE_SERVER_KEYS}
+def server_facts(server_info: dict, secrets: list[str] = ()) -> dict:
+    """What a server's `/server_info` says of how it generates: its version and its args, with the
+    server's keys blanked wherever they appear (SGLang 0.5.23 answers them in clear in `api_key`,
+    `admin_api_key` and `launch_command`; docs/security.md)."""
+    return {k: redacted(v, secrets) for k, v in sorted(server_info.items()) if k not in VOLATILE_SERVER_KEYS}
+
+
+def redacted(value, secrets: list[str]):
+    """`value` with every occurrence of each secret replaced by REDACTED, in any string at any depth."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {k: redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v, secrets) for v in value]
+    return value
 
 
 # What must be the same in every session of every replica for a corpus to be of one target. The

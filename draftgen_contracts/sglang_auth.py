@@ -17,6 +17,8 @@ admin key when none is set; the simulator serves none of those).
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 OPEN_PREFIXES = ("/health", "/ready", "/metrics")
 # The admin routes among those the simulator serves or draftgen calls.
@@ -24,6 +26,26 @@ ADMIN_ROUTES = frozenset({"/abort_request", "/pause_generation", "/continue_gene
                           "/update_weights_from_disk", "/set_internal_state"})
 UNAUTHORIZED_STATUS = 401
 UNAUTHORIZED_BODY = {"error": "Unauthorized"}
+
+
+# How the generation pod's `jobrunner generate` gets the keys: variables from the run's Secret.
+API_KEY_ENV = "DRAFTGEN_SERVER_API_KEY"
+ADMIN_API_KEY_ENV = "DRAFTGEN_SERVER_ADMIN_API_KEY"
+
+
+@dataclass(frozen=True)
+class ServerKeys:
+    """The keys a client holds for one server; never printed (repr hides them)."""
+
+    api_key: str | None = field(default=None, repr=False)
+    admin_api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ServerKeys:
+        return cls(environ.get(API_KEY_ENV) or None, environ.get(ADMIN_API_KEY_ENV) or None)
+
+    def values(self) -> list[str]:
+        return [k for k in (self.api_key, self.admin_api_key) if k]
 
 
 def bearer(key: str | None) -> dict[str, str]:

@@ -144,6 +144,11 @@ class InvalidResponse(SGLangError):
     """A 200 response that breaks the contract (e.g. completion_tokens != len(output_ids))."""
 
 
+class KeysRefused(SGLangError):
+    """The server answered 401 or 403: the key draftgen holds is not the one it was started with
+    (docs/security.md#the-servers-keys). No row is at fault and no retry helps."""
+
+
 class ServerNotReady(SGLangError):
     """The server did not become ready within the startup timeout."""
 

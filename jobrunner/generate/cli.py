@@ -10,7 +10,7 @@ import time
 
 from draftgen_contracts import exit_codes
 from draftgen_contracts.progress import ProgressDocument
-from draftgen_contracts.sglang_protocol import SGLangError
+from draftgen_contracts.sglang_protocol import KeysRefused, SGLangError
 from jobrunner.config import ConfigError, load_config, missing_inputs
 from jobrunner.generate.run import configure_logging, make_coordinator, run_generate
 
@@ -45,6 +45,10 @@ def main(args: argparse.Namespace) -> int:
         return exit_codes.BAD_CONFIG
     try:
         return asyncio.run(run_generate(config, metrics_address=args.metrics_address))
+    except KeysRefused as e:  # a wrong key stays wrong: fail at once, said on the object
+        logging.getLogger("jobrunner.generate").error("%s", e)
+        report_error(config, str(e))
+        return exit_codes.BAD_CONFIG
     except SGLangError as e:
         logging.getLogger("jobrunner.generate").error("%s", e)
         return exit_codes.FAILED

@@ -134,6 +134,7 @@ class Engine:
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
         await self.client.wait_ready(self.config.startup_timeout_s)
+        await self.client.check_keys()
         await self._record_provenance()
         if self.context_length is None:
             self.context_length = self.config.context.length or (await self.client.model_info()).max_model_len
@@ -148,7 +149,8 @@ class Engine:
         except (SGLangError, aiohttp.ClientError, asyncio.TimeoutError) as e:
             info, error = {}, f"/server_info: {e}"
             log.warning("the server did not say its version and args: %s", error)
-        entry = provenance.session(self.config, info, self.tokenizer, server_error=error)
+        entry = provenance.session(self.config, info, self.tokenizer, server_error=error,
+                                   secrets=self.client.keys.values())
         provenance.record_session(self.config.output_root, self.config.replica, entry)
 
     def _open_datasets(self) -> None:

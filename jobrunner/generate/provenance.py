@@ -12,7 +12,8 @@ from jobrunner.atomic import write_json_atomically
 from jobrunner.config import GenerateConfig
 
 
-def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_error: str | None = None) -> dict:
+def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_error: str | None = None,
+            secrets: list[str] = ()) -> dict:
     """What this process generates with: the server, the model's and tokenizer's files, the chat
     template and every dataset's request settings."""
     template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
@@ -21,7 +22,7 @@ def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_er
         "started_at": round(time.time(), 3), "draftgen_version": provenance.draftgen_version(),
         "replica": config.replica, "replicas": config.replicas,
         "server_version": server_info.get("version"), "served_model": served_model,
-        "server": provenance.server_facts(server_info), **({"server_error": server_error} if server_error else {}),
+        "server": provenance.server_facts(server_info, secrets), **({"server_error": server_error} if server_error else {}),
         "model": provenance.file_hashes(served_model, provenance.MODEL_FILES),
         "tokenizer": {"path": config.tokenizer_path,
                       "files": provenance.file_hashes(config.tokenizer_path, provenance.TOKENIZER_FILES)},

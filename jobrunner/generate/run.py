@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 from draftgen_contracts import names
+from draftgen_contracts.sglang_auth import ServerKeys
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator, FileCoordinator
 from jobrunner.generate import metrics
@@ -42,16 +43,18 @@ def vocab_size_of(config: GenerateConfig, tokenizer) -> int | None:
 
 
 async def run_generate(config: GenerateConfig, coordinator: Coordinator | None = None,
-                       metrics_address: str | None = None) -> int:
+                       metrics_address: str | None = None, keys: ServerKeys | None = None) -> int:
     """Run one generate process to completion; returns its exit status. With `metrics_address`
-    (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics)."""
+    (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics). `keys`: the
+    server's, by default from the environment (the pod gets them from the run's Secret)."""
     tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
     # No pool limit: the engine bounds the requests in flight (the classes, and the slots a finished
     # class lends, known only once the server says its context length), and a cut aborts every one
     # of them at once; an abort that waited for a connection would let its request run on.
     async with SGLangClient(config.server_url, request_timeout_s=config.request_timeout_s, retry=retry,
-                            max_connections=0, vocab_size=vocab_size_of(config, tokenizer)) as client:
+                            max_connections=0, vocab_size=vocab_size_of(config, tokenizer),
+                            keys=keys or ServerKeys.from_env(os.environ)) as client:
         engine = Engine(config, client, coordinator or make_coordinator(config), tokenizer)
         if metrics_address:
             metrics.serve(metrics_address, config.run_id, lambda: engine.last_progress)

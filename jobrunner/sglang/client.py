@@ -24,9 +24,12 @@ from typing import Any, Mapping
 
 import aiohttp
 
+from draftgen_contracts import sglang_auth
+from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_contracts.sglang_protocol import (
     BadRequest,
     GenerateResult,
+    KeysRefused,
     ModelInfo,
     RequestFailed,
     ServerNotReady,
@@ -49,6 +52,12 @@ from jobrunner.sglang.rids import retry_rid
 ABORT_AGAIN_AFTER_S = (0.5, 1.0, 2.0, 4.0)
 
 
+KEY_STATUSES = (401, 403)
+KEYS_HINT = ("the server's keys are not the ones this client holds (a generation pod takes them from the run's "
+             "Secret; a key in spec.server.args wins over it)")
+KEY_CHECK_RID = "draftgen-key-check"
+
+
 class SGLangClient:
     """One server's client. Create and use it inside a running event loop (aiohttp's session is
     opened on first use)."""
@@ -64,8 +73,10 @@ class SGLangClient:
         keepalive_s: float = 4.0,
         retry: RetryPolicy = RetryPolicy(),
         vocab_size: int | None = None,  # the model's embedding rows: prompts outside them are never sent
+        keys: ServerKeys = ServerKeys(),
     ):
         self.base_url = base_url.rstrip("/")
+        self.keys = keys
         self.vocab_size = vocab_size
         self.retry = retry
         self._rng = random.Random(retry.seed)
@@ -101,7 +112,8 @@ class SGLangClient:
             self._session = None
 
     async def _request(self, method: str, path: str, timeout: aiohttp.ClientTimeout, body: Any = None) -> tuple[int, bytes]:
-        async with self._http().request(method, path, json=body, timeout=timeout) as resp:
+        headers = sglang_auth.bearer(sglang_auth.key_for(path, self.keys.api_key, self.keys.admin_api_key))
+        async with self._http().request(method, path, json=body, timeout=timeout, headers=headers) as resp:
             return resp.status, await resp.read()
 
     # ---- readiness -------------------------------------------------------------------------
@@ -130,6 +142,15 @@ class SGLangClient:
                     f"SGLang at {self.base_url} not ready after {startup_timeout_s:.0f}s (last: {last})"
                 )
             await asyncio.sleep(min(poll_interval_s, remaining))
+
+    async def check_keys(self) -> None:
+        """Whether the server takes the keys held, before any row is sent: a normal route (the API
+        key) and the admin route aborts use (the admin key; aborting a rid nobody sent is a no-op).
+        Raises KeysRefused."""
+        for method, path, body in (("GET", "/v1/models", None), ("POST", "/abort_request", {"rid": KEY_CHECK_RID})):
+            status, payload = await self._request(method, path, self._probe_timeout, body)
+            if status in KEY_STATUSES:
+                raise KeysRefused(f"{path} answered {status} {parse_error_message(payload)}: {KEYS_HINT}")
 
     async def model_info(self) -> ModelInfo:
         status, body = await self._request("GET", "/v1/models", self._probe_timeout)
@@ -214,6 +235,8 @@ class SGLangClient:
         except TRANSPORT_ERRORS as exc:
             await self._abort_quietly(attempt_rid)  # the server may still be generating for it
             return exc
+        if status in KEY_STATUSES:
+            raise KeysRefused(f"/generate answered {status} {parse_error_message(payload)}: {KEYS_HINT}")
         if status == 200:
             result = parse_generate_response(decode_json(payload))
             result.rid = attempt_rid

@@ -7,6 +7,7 @@ into the pod's sidecar as it is (docs/sglang.md#launch-flags).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import asyncio
 import signal
 
@@ -39,13 +40,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--fault-rate-{name.replace('http_', '').replace('_', '-')}", dest=f"fault_{name}",
                             type=float, default=0.0, help=f"probability of a {name} fault per request")
     parser.add_argument("--slow-s", type=float, default=FaultRates().slow_s)
+    parser.add_argument("--api-key", help="as SGLang: every route but probes and metrics needs it")
+    parser.add_argument("--admin-api-key", help="as SGLang: the admin routes (/abort_request) need it")
+    parser.add_argument("--config", help="a YAML file of api-key and admin-api-key, as SGLang's --config "
+                        "reads them (the command line wins)")
     parser.add_argument("--abort-status", type=int, default=d.abort_status,
                         help="HTTP status of an aborted request: 200 (finish_reason abort), or 400/500 like some versions")
 
 
+CONFIG_KEYS = ("api_key", "admin_api_key")  # what draftgen passes in a --config file
+
+
+def keys_from_config(path: str | None) -> dict[str, str]:
+    """The keys a --config YAML file sets (SGLang takes any spelling of a flag's name as a key)."""
+    if not path:
+        return {}
+    import yaml
+
+    found = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(found, dict):
+        raise ValueError(f"--config {path}: expected a mapping of options")
+    keys = {str(k).replace("-", "_"): v for k, v in found.items()}
+    other = sorted(set(keys) - set(CONFIG_KEYS))
+    if other:
+        raise ValueError(f"--config {path}: the simulator takes only {', '.join(CONFIG_KEYS)} there, not {other}")
+    return {k: str(v) for k, v in keys.items()}
+
+
 def config_from_args(args: argparse.Namespace) -> SimConfig:
     faults = FaultRates(**{name: getattr(args, f"fault_{name}") for name in FAULT_NAMES}, slow_s=args.slow_s)
-    return SimConfig(
+    keys = {**keys_from_config(args.config), **{k: getattr(args, k) for k in CONFIG_KEYS if getattr(args, k)}}
+    return SimConfig(**keys,
         seed=args.seed, profile=args.profile, capacity_tps=args.capacity_tps, per_request_tps=args.per_request_tps,
         max_running_requests=args.max_running, max_queued_requests=args.max_queued, context_len=args.context_len,
         startup_delay_s=args.startup_delay, warmup_s=args.warmup, speedup=args.speedup,

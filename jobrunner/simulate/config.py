@@ -47,6 +47,9 @@ class SimConfig:
     faults: FaultRates = field(default_factory=FaultRates)
     host: str = "127.0.0.1"
     port: int = 0
+    # Keys as SGLang 0.5.23 enforces them (draftgen_contracts.sglang_auth); None: that key not set.
+    api_key: str | None = None
+    admin_api_key: str | None = None
 
     def __post_init__(self) -> None:
         get_profile(self.profile)  # fail at construction on a bad profile name

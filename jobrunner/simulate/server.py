@@ -21,6 +21,7 @@ import time
 
 from aiohttp import web
 
+from draftgen_contracts import sglang_auth
 from draftgen_contracts.sglang_protocol import error_body
 from jobrunner.simulate.admission import Admitted, Refusal, admit
 from jobrunner.simulate.config import SIM_VERSION, SimConfig, SimStats
@@ -93,7 +94,7 @@ class Simulator:
         return self.base_url
 
     def _app(self) -> web.Application:
-        app = web.Application(client_max_size=1 << 30)
+        app = web.Application(client_max_size=1 << 30, middlewares=[self._keys])
         app.add_routes([
             web.post("/generate", self._handle_generate), web.put("/generate", self._handle_generate),
             web.post("/abort_request", self._handle_abort),
@@ -102,9 +103,19 @@ class Simulator:
             web.get("/v1/models", self._handle_models),
             web.get("/server_info", self._handle_server_info), web.get("/get_server_info", self._handle_server_info),
             web.get("/model_info", self._handle_model_info), web.get("/get_model_info", self._handle_model_info),
-            web.get("/metrics", self._handle_metrics),
+            web.get("/metrics", self._handle_metrics), web.get("/ping", self._handle_health),
         ])
         return app
+
+    @web.middleware
+    async def _keys(self, request: web.Request, handler):
+        """The keys as SGLang 0.5.23 checks them, before anything else of the request is read."""
+        cfg = self.config
+        if not sglang_auth.allowed(request.method, request.path, request.headers.get("Authorization"), cfg.api_key,
+                                   cfg.admin_api_key):
+            return web.json_response(sglang_auth.UNAUTHORIZED_BODY, status=sglang_auth.UNAUTHORIZED_STATUS,
+                                     dumps=lambda o: json.dumps(o, separators=(",", ":")))  # SGLang's bytes
+        return await handler(request)
 
     async def _listen_after_delay(self) -> None:
         await asyncio.sleep(self.config.startup_delay_s)
@@ -257,6 +268,7 @@ class Simulator:
             "model_path": cfg.model_path, "served_model_name": cfg.model_path, "context_length": None,
             "max_running_requests": cfg.max_running_requests, "max_queued_requests": cfg.max_queued_requests,
             "host": cfg.host, "port": int(self.base_url.rsplit(":", 1)[1]), "version": SIM_VERSION,
+            "api_key": cfg.api_key, "admin_api_key": cfg.admin_api_key,  # in clear, as SGLang 0.5.23 answers them
             "simulator": dataclasses.asdict(cfg)})
 
     async def _handle_model_info(self, request: web.Request) -> web.Response:
