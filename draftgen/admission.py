@@ -44,7 +44,9 @@ def _class_names(spec: api.DatasetGenerationSpec) -> list[str]:
 # for an escape).
 CLIMBS = "(^|/)[.][.](/|$)"
 # Flags draftgen gives the server itself (plan.server_args): a second one would contradict the spec.
-OWN_SERVER_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length"]
+# `--config`: SGLang reads one config file, and the server's keys come in draftgen's (docs/security.md).
+OWN_SERVER_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length",
+                    "--config"]
 # Node-selector keys and values (k8s.io/apimachinery pkg/util/validation): a qualified name, a label value.
 QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"

@@ -19,7 +19,7 @@ from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_protocol import sglang_python
 from draftgen_contracts.generate_config import ContextConfig, CoordinationConfig, DatasetConfig, GenerateConfig
 
-from . import api
+from . import api, server_keys
 
 # How often a generation pod reports (one PATCH, and one GET of its DatasetGeneration, per second).
 # Replicas sharing a budget learn each other's tokens through the status, so together they overshoot
@@ -208,7 +208,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     probe_period = 10
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
-        "command": s.command, "args": server_args(spec), "env": POD_IP_ENV,
+        "command": s.command, "args": [*server_args(spec), *server_keys.server_key_args(s.args)], "env": POD_IP_ENV,
         "ports": [{"name": "http", "containerPort": s.port}],
         "resources": _with_gpus(s.resources, s.gpus_per_replica),
         # The port opens only after the weights load, and /ready answers only after warm-up;
@@ -221,11 +221,14 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
         "volumeMounts": [{"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
     }
+    own_keys = not server_keys.user_keys(s.args)
+    if own_keys:
+        server["volumeMounts"].append({"name": "server-keys", "mountPath": names.KEYS_MOUNT, "readOnly": True})
     runner = {
         "name": "generate", "image": spec.runner_image or settings.runner_image,
         "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
                                     f"http://{POD_IP}:{s.port}", f"{POD_IP}:{names.GENERATE_METRICS_PORT}"),
-        "env": [*POD_IP_ENV, *OFFLINE_ENV],
+        "env": [*POD_IP_ENV, *OFFLINE_ENV, *server_keys.client_key_env(name, s.args)],
         "ports": [{"name": "metrics", "containerPort": names.GENERATE_METRICS_PORT}],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
@@ -241,7 +244,8 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
             "topologyKey": "kubernetes.io/hostname"}]}},
         "terminationGracePeriodSeconds": 30,
         "initContainers": [server], "containers": [runner],
-        "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True),
+        "volumes": [*_volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True),
+                    *([server_keys.keys_volume(name)] if own_keys else [])],
     }
     job = _job(name, names.generation_job_name(name, replica), "generate", spec, settings, pod_spec,
                extra_labels={names.LABEL_REPLICA: str(replica)})
@@ -351,6 +355,12 @@ def output_lock(name: str, spec: api.DatasetGenerationSpec) -> dict:
             "metadata": {"name": names.output_lock_name(spec.output.claim_name, spec.output.path or name),
                          "labels": labels(name, "output-lock", **{names.LABEL_OUTPUT_LOCK: "true"})},
             "data": {"owner": name, "folder": folder}}
+
+
+def keys_secret(name: str, spec: api.DatasetGenerationSpec) -> dict | None:
+    """The run's server keys, created (filled by whoever creates it) before the first generation
+    Job; None when spec.server.args set the keys themselves."""
+    return None if server_keys.user_keys(spec.server.args) else server_keys.keys_secret(name, labels(name, "keys"))
 
 
 def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:

@@ -33,7 +33,7 @@ def test_generation_job_runs_sglang_as_a_native_sidecar_with_gpus_shm_and_probes
     assert server["resources"]["limits"]["nvidia.com/gpu"] == "8"
     args = server["args"]
     assert args[args.index("--tp-size") + 1] == "8" and args[args.index("--model-path") + 1] == "/models/kimi-k2.5"
-    assert args[-2:] == ["--mem-fraction-static", "0.88"]
+    assert args[-4:] == ["--mem-fraction-static", "0.88", "--config", f"{names.KEYS_MOUNT}/{names.KEYS_CONFIG_FILE}"]
     startup = server["startupProbe"]
     assert startup["httpGet"]["path"] == "/ready"
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 3600  # a 1 TB checkpoint's load fits
@@ -49,6 +49,30 @@ def test_generation_job_runs_sglang_as_a_native_sidecar_with_gpus_shm_and_probes
     assert job["metadata"]["name"] == "k25-gen-r001"
     assert job["spec"]["template"]["metadata"]["labels"]["extra"] == "yes"
     assert next(v for v in pod["volumes"] if v["name"] == "config")["configMap"]["name"] == config["metadata"]["name"]
+
+
+def test_the_server_reads_the_runs_keys_from_its_secret_and_generate_gets_them_as_references():
+    job, _ = generation_pod()
+    pod = job["spec"]["template"]["spec"]
+    (server,), (runner,) = pod["initContainers"], pod["containers"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "server-keys")
+    assert volume["secret"]["secretName"] == names.keys_secret_name("k25") == plan.keys_secret("k25", SPEC)["metadata"]["name"]
+    assert volume["secret"]["items"] == [{"key": names.KEYS_CONFIG_FILE, "path": names.KEYS_CONFIG_FILE}]
+    assert {"name": "server-keys", "mountPath": names.KEYS_MOUNT, "readOnly": True} in server["volumeMounts"]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in runner["env"] if "secretKeyRef" in e.get("valueFrom", {})}
+    assert refs == {"DRAFTGEN_SERVER_API_KEY": {"name": "k25-server-keys", "key": "api-key"},
+                    "DRAFTGEN_SERVER_ADMIN_API_KEY": {"name": "k25-server-keys", "key": "admin-api-key"}}
+    assert "stringData" not in plan.keys_secret("k25", SPEC) and "data" not in plan.keys_secret("k25", SPEC)
+
+
+def test_keys_the_user_sets_in_server_args_win_and_no_secret_is_made():
+    spec = k25().server(image="sglang:v0.5.23", args=["--api-key", "mine", "--admin-api-key=theirs"]).spec()
+    job = plan.generation_job("k25", spec, 0, SETTINGS, plan.config_object("k25", "ml", spec, SETTINGS))
+    pod = job["spec"]["template"]["spec"]
+    assert plan.keys_secret("k25", spec) is None and not any(v["name"] == "server-keys" for v in pod["volumes"])
+    assert "--config" not in pod["initContainers"][0]["args"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert (env["DRAFTGEN_SERVER_API_KEY"], env["DRAFTGEN_SERVER_ADMIN_API_KEY"]) == ("mine", "theirs")
 
 
 def test_replicas_never_share_a_node():

@@ -174,9 +174,16 @@ def setup_to_create(r: Reconcile, config: dict) -> list[dict]:
 def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
     if r.spec.suspend or r.world.missing_claims or r.world.output_owner != r.name:
         return []
-    return [job_object(r, found, component, replica)
+    jobs = [job_object(r, found, component, replica)
             for component, replica in jobs_to_create(r.name, found.stage, r.spec.server.replicas,
                                                      list(r.world.jobs.values()))]
+    # The keys before the pods that read them; created once (a second create is refused as existing).
+    secret = plan.keys_secret(r.name, r.spec) if any(is_generation_job(j) for j in jobs) else None
+    return [secret, *jobs] if secret else jobs
+
+
+def is_generation_job(obj: dict) -> bool:
+    return obj["metadata"]["labels"].get(names.LABEL_COMPONENT) == Component.GENERATE
 
 
 def job_object(r: Reconcile, found: Findings, component: Component, replica: int) -> dict:

@@ -91,6 +91,10 @@ def test_past_its_preflight_an_object_gets_its_setup_and_one_generation_job_per_
     d = run()
     assert names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
     assert {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"} <= {o["kind"] for o in d.create}
+    # The server keys come just before the pods that read them, and not again once the Jobs exist.
+    kinds = [o["kind"] for o in d.create]
+    assert names(d.create, "Secret") == ["x-server-keys"] and kinds.index("Secret") < kinds.index("Job")
+    assert not names(run(jobs=gen_jobs(active=1)).create, "Secret")
     assert d.status.phase == Phase.PENDING and d.status.estimate.response_tokens == 100
     assert {c.type: c.reason for c in d.status.conditions}[ConditionType.PROGRESSING] == Reason.WAITING_FOR_SERVERS
 

@@ -40,6 +40,12 @@ GENERATE_METRICS_PORT = 9400
 
 DATA_MOUNT = "/data"
 CONFIG_MOUNT = "/etc/draftgen"
+# The server's keys: the run's Secret, mounted into the generation pod's server, which reads them
+# with SGLang's own `--config FILE` (a YAML of flags: the keys never appear in its arguments).
+KEYS_MOUNT = "/etc/draftgen-keys"
+KEYS_CONFIG_FILE = "sglang-keys.yaml"
+API_KEY_SECRET_KEY = "api-key"
+ADMIN_API_KEY_SECRET_KEY = "admin-api-key"
 # The SGLang extraction pod: jobrunner's packages, copied here by an init container from draftgen's
 # image, imported by the SGLang image's Python (PYTHONPATH).
 CODE_MOUNT = "/opt/draftgen-code"
@@ -53,6 +59,11 @@ LABEL_PREFLIGHT = "draftgen.io/preflight"
 
 def service_account_name(name: str) -> str:
     return f"{name}-runner"
+
+
+def keys_secret_name(name: str) -> str:
+    """The run's server keys (docs/security.md#the-servers-keys)."""
+    return f"{name}-server-keys"
 
 
 def config_map_name(name: str, digest: str) -> str:

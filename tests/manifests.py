@@ -100,5 +100,7 @@ INVALID = {
     "claim name not a DNS name": (manifest(output={"claimName": "My_Data"}), "spec.output.claimName"),
     "server flag draftgen sets": (with_server(args=["--tp-size", "4"]), "spec.server.args"),
     "server flag draftgen sets, with =": (with_server(args=["--port=31000"]), "spec.server.args"),
+    "a server config file (the keys come in draftgen's)": (with_server(args=["--config", "/etc/s.yaml"]),
+                                                           "spec.server.args"),
     "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
 }

@@ -3,7 +3,8 @@
 The loop is the operator's reconcile (draftgen.reconcile.decide) with local hands: the world it
 observes is the LocalJobs' states, the replicas' progress files and the status kept in state.json;
 applying a decision runs the decided objects: a Job is its main container's command as a process
-(pod_process), a ConfigMap its keys as files in a folder that stands for its volume. RBAC objects
+(pod_process), a ConfigMap or a Secret its keys as files in a folder that stands for its volume
+(the run's server keys made afresh by each run). RBAC objects
 have nothing to stand for here, so they are only recorded as existing.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from draftgen import api, plan
+from draftgen import api, plan, server_keys
 from draftgen.conditions import ConditionType, condition
 from draftgen.observed import World
 from draftgen.reasons import Reason
@@ -33,7 +34,7 @@ from jobrunner.output import record_files
 from .local_job import LocalJob, log_tail
 from .output_owner import claim, owner_of
 from .paths import JOBRUNNER, local_path, pod_mounts
-from .pod_process import PodProcess, config_map_folder, pod_process, server_sidecar, with_device
+from .pod_process import PodProcess, config_map_folder, pod_process, secret_folder, server_sidecar, with_device
 from .progress_view import ProgressView
 from .server import GenerationServer, ServerFailed, runs_simulator
 from .spec_file import local_spec
@@ -192,6 +193,8 @@ class LocalExecutor:
             else:
                 if obj["kind"] == "ConfigMap":
                     self.write_config_map(obj)
+                elif obj["kind"] == "Secret":
+                    self.write_keys(obj)
                 self.existing.add((obj["kind"], obj["metadata"]["name"]))
         for event_type, reason, message in decision.events:
             self.say(f"event {event_type} {reason}: {message}")
@@ -210,6 +213,16 @@ class LocalExecutor:
                 text = plan.config_text(config.with_paths(lambda p: local_path(p, self.mounts)))
             if not (folder / key).is_file() or (folder / key).read_text() != text:
                 (folder / key).write_text(text)
+
+    def write_keys(self, secret: dict) -> None:
+        """The run's server keys, made afresh for this `draftgen run` (its server starts with them),
+        as files only this user reads."""
+        folder = secret_folder(self.volumes_dir, secret["metadata"]["name"])
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for key, text in server_keys.filled(secret, server_keys.fresh_keys())["stringData"].items():
+            path = folder / key
+            path.touch(mode=0o600)
+            path.write_text(text)
 
     def create_job(self, obj: dict) -> None:
         meta = obj["metadata"]

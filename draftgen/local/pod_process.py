@@ -7,7 +7,8 @@ What the process gets otherwise than the pod, all of it here (docs/local-run.md#
   the spec names it, importing this jobrunner (PYTHONPATH) instead of its init container's copy;
 - a path under one of the container's mounts is the same path under the local folder that stands
   for the volume: the folder the user names for a claim (by where the pod mounts it), one folder
-  per ConfigMap (the executor writes its keys there), one per emptyDir; /dev is this machine's;
+  per ConfigMap and per Secret (the executor writes their keys there: the run's server keys are made
+  afresh by each `draftgen run`), one per emptyDir; /dev is this machine's;
 - the pod's IP is 127.0.0.1;
 - the generation pod's server sidecar, when it is jobrunner's simulator, runs as given on a free
   port (`--port 0`: two runs on one machine would want the same one); any other server is not run
@@ -67,15 +68,23 @@ def config_map_folder(volumes_dir: Path, name: str) -> Path:
     return volumes_dir / "configmaps" / name
 
 
-def container_env(container: dict) -> dict[str, str]:
+def secret_folder(volumes_dir: Path, name: str) -> Path:
+    """Where a Secret's keys are files here (the executor writes the run's keys there, mode 0600)."""
+    return volumes_dir / "secrets" / name
+
+
+def container_env(container: dict, volumes_dir: Path) -> dict[str, str]:
     """The container's `env`, values expanded in order as the kubelet expands them."""
     env: dict[str, str] = {}
     for var in container.get("env") or []:
         source = var.get("valueFrom")
+        secret = (source or {}).get("secretKeyRef")
         if source is None:
             env[var["name"]] = expand_vars(var.get("value", ""), env)
         elif (source.get("fieldRef") or {}).get("fieldPath") == "status.podIP":
             env[var["name"]] = POD_IP_HERE
+        elif secret and (secret_folder(volumes_dir, secret["name"]) / secret["key"]).is_file():
+            env[var["name"]] = (secret_folder(volumes_dir, secret["name"]) / secret["key"]).read_text()
         else:
             raise NotRunnableHere(f"container {container['name']}: env {var['name']} comes from {source}, "
                                   "which has nothing to stand for it here")
@@ -92,6 +101,8 @@ def container_mounts(job: dict, container: dict, folders: dict[str, Path], volum
             continue
         if "configMap" in volume:
             mounts[path] = config_map_folder(volumes_dir, volume["configMap"]["name"])
+        elif "secret" in volume:
+            mounts[path] = secret_folder(volumes_dir, volume["secret"]["secretName"])
         elif "emptyDir" in volume:
             mounts[path] = volumes_dir / "emptydirs" / job["metadata"]["name"] / mount["name"]
         elif "persistentVolumeClaim" in volume and path in folders:
@@ -106,7 +117,7 @@ def pod_process(job: dict, folders: dict[str, Path], volumes_dir: Path, containe
     """One of the Job's containers (its main one by default) as a local command: variables expanded,
     paths mapped, emptyDirs made."""
     container = container or main_container(job)
-    env = container_env(container)
+    env = container_env(container, volumes_dir)
     mounts = container_mounts(job, container, folders, volumes_dir)
     for folder in mounts.values():
         if folder.is_relative_to(volumes_dir / "emptydirs"):

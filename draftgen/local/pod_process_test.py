@@ -8,7 +8,9 @@ import pytest
 
 from draftgen import plan
 from draftgen.local.paths import JOBRUNNER, JOBRUNNER_ROOT, pod_mounts
-from draftgen.local.pod_process import NotRunnableHere, PodProcess, pod_process, with_device
+from draftgen import server_keys
+from draftgen.local.pod_process import NotRunnableHere, PodProcess, pod_process, secret_folder, server_sidecar, with_device
+from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_contracts import names
 from draftgen_dev.builders import SpecBuilder
 
@@ -23,13 +25,23 @@ def option(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
-def test_generate_runs_the_pods_command_with_the_configmaps_file_and_the_pod_ip_here():
-    process = pod_process(plan.generation_job("qs", SPEC, 0, SETTINGS, CONFIG), FOLDERS, VOLUMES)
+def test_generate_runs_the_pods_command_with_the_configmaps_file_the_keys_and_the_pod_ip_here(tmp_path):
+    job = plan.generation_job("qs", SPEC, 0, SETTINGS, CONFIG)
+    with pytest.raises(NotRunnableHere, match="DRAFTGEN_SERVER_API_KEY comes from"):  # before the executor wrote them
+        pod_process(job, FOLDERS, tmp_path)
+    keys = secret_folder(tmp_path, names.keys_secret_name("qs"))
+    keys.mkdir(parents=True)
+    for key, text in server_keys.filled({}, ServerKeys("a-key", "an-admin-key"))["stringData"].items():
+        (keys / key).write_text(text)
+    process = pod_process(job, FOLDERS, tmp_path)
     assert process.argv[:len(JOBRUNNER) + 1] == [*JOBRUNNER, "generate"]
     assert option(process.argv, "--config") == str(
-        VOLUMES / "configmaps" / CONFIG["metadata"]["name"] / names.GENERATE_CONFIG_KEY)
+        tmp_path / "configmaps" / CONFIG["metadata"]["name"] / names.GENERATE_CONFIG_KEY)
     assert option(process.argv, "--server-url") == f"http://127.0.0.1:{SPEC.server.port}"
     assert process.env["POD_IP"] == "127.0.0.1" and process.env["HF_HUB_OFFLINE"] == "1"
+    assert ServerKeys.from_env(process.env) == ServerKeys("a-key", "an-admin-key")
+    sidecar = pod_process(job, FOLDERS, tmp_path, server_sidecar(job)).argv  # the server reads the same keys
+    assert option(sidecar, "--config") == str(keys / names.KEYS_CONFIG_FILE)
 
 
 def test_merge_and_extract_run_on_the_local_folders_the_user_named():

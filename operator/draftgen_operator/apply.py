@@ -10,6 +10,7 @@ import time
 import kopf
 from kubernetes import client
 
+from draftgen import server_keys
 from draftgen.policies.api_error_policy import ApiError, backoff_s, reason_of
 from draftgen.reasons import Reason
 from draftgen.reconcile import Decision
@@ -34,7 +35,9 @@ def report_from(configmap) -> ProgressDocument | PreflightReport | None:
 
 def _create(namespace: str, obj: dict) -> None:
     kind = obj["kind"]
-    if kind in ("ServiceAccount", "ConfigMap"):
+    if kind == "Secret":  # the run's server keys: made here, written once, never read back
+        obj, create = server_keys.filled(obj, server_keys.fresh_keys()), client.CoreV1Api().create_namespaced_secret
+    elif kind in ("ServiceAccount", "ConfigMap"):
         core = client.CoreV1Api()
         create = core.create_namespaced_service_account if kind == "ServiceAccount" else core.create_namespaced_config_map
     elif kind in ("Role", "RoleBinding"):

@@ -50,6 +50,7 @@ CHECKS = [
     ("patch", names.GROUP, names.PLURAL, "alpha", False),
     ("list", names.GROUP, names.PLURAL, None, False),
     ("get", "", "secrets", "hub-token", False),
+    ("get", "", "secrets", "alpha-server-keys", False),  # the keys reach the pod as a volume and variables
     ("list", "", "secrets", None, False),
     ("create", "", "pods", None, False),
     ("create", "", "configmaps", None, False),

@@ -64,6 +64,11 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [list, watch, create]
+# Each run's server keys (docs/security.md): created once, with fresh values, before its first
+# generation Job; never read back, so create is all the operator holds on Secrets.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [create]
 # Missing volumes are reported in status instead of creating Jobs that cannot start.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
