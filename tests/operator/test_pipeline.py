@@ -3,6 +3,7 @@ pods (the local kubelet) against the SGLang simulator as their sidecar: real tok
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.request
 
@@ -65,6 +66,13 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert sidecar.resources.limits["nvidia.com/gpu"] == "8"
     assert any(v.empty_dir and v.empty_dir.medium == "Memory" for v in pod.volumes)
     assert any(t.key == "nvidia.com/gpu" for t in pod.tolerations)
+    # The run's server keys: a Secret it owns, whose values appear in no pod spec, status or event.
+    secret = r.core.read_namespaced_secret(names.keys_secret_name("qs"), r.namespace)
+    assert [o.kind for o in secret.metadata.owner_references] == ["DatasetGeneration"]
+    keys = [base64.b64decode(secret.data[k]).decode() for k in (names.API_KEY_SECRET_KEY, names.ADMIN_API_KEY_SECRET_KEY)]
+    assert all(len(k) >= 40 for k in keys) and keys[0] != keys[1]
+    seen = r.kubectl("get", "pods,jobs,configmaps,dsgen,events", "-o", "yaml")
+    assert not [k for k in keys if k in seen], "a server key is readable outside its Secret"
     # The preflight's findings, published by its pod and folded by the operator; the estimate uses
     # the tiny model's own hidden size, and shows in `kubectl get -o wide`.
     estimate, preflight = status["estimate"], status["preflight"]
