@@ -36,6 +36,9 @@ class OperatorSettings:
     # How replicas report and learn the status: through the API server (pods), or through files in
     # the output folder (the local runner, which has no API server).
     coordination: Literal["kubernetes", "file"] = "kubernetes"
+    # Who may scrape the generation pods' metrics port (NetworkPolicy peers, JSON each, from the
+    # chart's networkPolicy.metricsFrom): nobody from outside the pod by default.
+    metrics_from: tuple[str, ...] = ()
 
 
 # --- labels and paths ------------------------------------------------------------------------------
@@ -355,6 +358,19 @@ def output_lock(name: str, spec: api.DatasetGenerationSpec) -> dict:
             "metadata": {"name": names.output_lock_name(spec.output.claim_name, spec.output.path or name),
                          "labels": labels(name, "output-lock", **{names.LABEL_OUTPUT_LOCK: "true"})},
             "data": {"owner": name, "folder": folder}}
+
+
+def generation_network_policy(name: str, settings: OperatorSettings) -> dict:
+    """Ingress to the run's generation pods: the metrics port from the peers the chart names, and
+    nothing else. The server's port is reached only from inside its pod (generate talks to it over
+    the pod's own IP, which a policy cannot block) and by the kubelet's probes (traffic from the node
+    is always allowed). Where no controller enforces NetworkPolicy, the server's keys still hold."""
+    peers = [json.loads(peer) for peer in settings.metrics_from]
+    rules = [{"from": peers, "ports": [{"protocol": "TCP", "port": names.GENERATE_METRICS_PORT}]}] if peers else []
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": names.network_policy_name(name), "labels": labels(name, "generate-network")},
+            "spec": {"podSelector": {"matchLabels": labels(name, "generate")}, "policyTypes": ["Ingress"],
+                     "ingress": rules}}
 
 
 def keys_secret(name: str, spec: api.DatasetGenerationSpec) -> dict | None:

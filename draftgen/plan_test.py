@@ -1,5 +1,7 @@
 """The plan's child objects, checked field by field (the API server checks them again in tests/operator)."""
 
+import json
+
 import yaml
 
 from draftgen import api, plan
@@ -73,6 +75,16 @@ def test_keys_the_user_sets_in_server_args_win_and_no_secret_is_made():
     assert "--config" not in pod["initContainers"][0]["args"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert (env["DRAFTGEN_SERVER_API_KEY"], env["DRAFTGEN_SERVER_ADMIN_API_KEY"]) == ("mine", "theirs")
+
+
+def test_the_network_policy_lets_only_the_named_peers_reach_the_metrics_port_and_nothing_the_server():
+    closed = plan.generation_network_policy("k25", SETTINGS)
+    assert closed["spec"]["podSelector"] == {"matchLabels": plan.labels("k25", "generate")}
+    assert closed["spec"]["policyTypes"] == ["Ingress"] and closed["spec"]["ingress"] == []  # nobody from outside
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    opened = plan.generation_network_policy("k25", plan.OperatorSettings(metrics_from=(json.dumps(monitoring),)))
+    assert opened["spec"]["ingress"] == [{"from": [monitoring],
+                                          "ports": [{"protocol": "TCP", "port": names.GENERATE_METRICS_PORT}]}]
 
 
 def test_replicas_never_share_a_node():

@@ -177,9 +177,12 @@ def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
     jobs = [job_object(r, found, component, replica)
             for component, replica in jobs_to_create(r.name, found.stage, r.spec.server.replicas,
                                                      list(r.world.jobs.values()))]
-    # The keys before the pods that read them; created once (a second create is refused as existing).
-    secret = plan.keys_secret(r.name, r.spec) if any(is_generation_job(j) for j in jobs) else None
-    return [secret, *jobs] if secret else jobs
+    # The keys and the network policy before the pods they guard; each created once (a second create
+    # is refused as existing).
+    if not any(is_generation_job(j) for j in jobs):
+        return jobs
+    guards = [plan.keys_secret(r.name, r.spec), plan.generation_network_policy(r.name, r.settings)]
+    return [*(g for g in guards if g), *jobs]
 
 
 def is_generation_job(obj: dict) -> bool:

@@ -94,6 +94,7 @@ def test_past_its_preflight_an_object_gets_its_setup_and_one_generation_job_per_
     # The server keys come just before the pods that read them, and not again once the Jobs exist.
     kinds = [o["kind"] for o in d.create]
     assert names(d.create, "Secret") == ["x-server-keys"] and kinds.index("Secret") < kinds.index("Job")
+    assert names(d.create, "NetworkPolicy") == ["x-generation"] and kinds.index("NetworkPolicy") < kinds.index("Job")
     assert not names(run(jobs=gen_jobs(active=1)).create, "Secret")
     assert d.status.phase == Phase.PENDING and d.status.estimate.response_tokens == 100
     assert {c.type: c.reason for c in d.status.conditions}[ConditionType.PROGRESSING] == Reason.WAITING_FOR_SERVERS

@@ -66,6 +66,11 @@ def keys_secret_name(name: str) -> str:
     return f"{name}-server-keys"
 
 
+def network_policy_name(name: str) -> str:
+    """Who reaches the run's generation pods (docs/security.md#the-network)."""
+    return f"{name}-generation"
+
+
 def config_map_name(name: str, digest: str) -> str:
     return f"{name}-config-{digest}"
 

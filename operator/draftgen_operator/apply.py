@@ -45,6 +45,8 @@ def _create(namespace: str, obj: dict) -> None:
         create = rbac.create_namespaced_role if kind == "Role" else rbac.create_namespaced_role_binding
     elif kind == "Job":
         create = client.BatchV1Api().create_namespaced_job
+    elif kind == "NetworkPolicy":
+        create = client.NetworkingV1Api().create_namespaced_network_policy
     else:
         raise ValueError(f"no creator for {kind}")
     try:

@@ -7,6 +7,7 @@ timer every FOLD_INTERVAL seconds; the timer is what folds the pods' reports int
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from datetime import datetime
@@ -38,8 +39,9 @@ FOLD_INTERVAL = float(os.environ.get("DRAFTGEN_FOLD_INTERVAL", "2"))
 def settings_from_env() -> plan.OperatorSettings:
     extra = os.environ.get("DRAFTGEN_EXTRA_POD_LABELS", "")
     pairs = tuple(tuple(kv.split("=", 1)) for kv in extra.split(",") if "=" in kv)
+    peers = json.loads(os.environ.get("DRAFTGEN_METRICS_FROM") or "[]")  # the chart's networkPolicy.metricsFrom
     return plan.OperatorSettings(runner_image=os.environ.get("DRAFTGEN_RUNNER_IMAGE", plan.OperatorSettings.runner_image),
-                                 extra_pod_labels=pairs)
+                                 extra_pod_labels=pairs, metrics_from=tuple(json.dumps(p, sort_keys=True) for p in peers))
 
 
 SETTINGS = settings_from_env()

@@ -3,6 +3,8 @@ up to the real operator reconciling a DatasetGeneration with nothing but the cha
 
 from __future__ import annotations
 
+import json
+
 import re
 import subprocess
 from dataclasses import dataclass
@@ -64,6 +66,17 @@ def test_lint(values):
 def test_schema_refuses_bad_values(values, says):
     proc = helm("template", "draftgen", str(CHART), *set_args(values), check=False)
     assert proc.returncode != 0 and "schema" in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_the_metrics_peers_reach_the_operator_as_the_network_policys_json():
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    [deployment] = by_kind(render(**{"networkPolicy.metricsFrom[0].namespaceSelector.matchLabels"
+                                     ".kubernetes\\.io/metadata\\.name": "monitoring"}), "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert json.loads(env["DRAFTGEN_METRICS_FROM"]) == [monitoring]
+    [default] = by_kind(render(), "Deployment")
+    assert "DRAFTGEN_METRICS_FROM" not in {e["name"] for e in default["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
 def test_deployment_runs_one_operator_with_its_settings():

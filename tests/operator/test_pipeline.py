@@ -73,6 +73,13 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert all(len(k) >= 40 for k in keys) and keys[0] != keys[1]
     seen = r.kubectl("get", "pods,jobs,configmaps,dsgen,events", "-o", "yaml")
     assert not [k for k in keys if k in seen], "a server key is readable outside its Secret"
+    # Its NetworkPolicy, owned by it too, selects exactly its generation pods and admits nobody.
+    policy = client.NetworkingV1Api(r.core.api_client).read_namespaced_network_policy(
+        names.network_policy_name("qs"), r.namespace)
+    assert [o.kind for o in policy.metadata.owner_references] == ["DatasetGeneration"] and not policy.spec.ingress
+    selector = ",".join(f"{k}={v}" for k, v in policy.spec.pod_selector.match_labels.items())
+    assert {p.metadata.name for p in r.core.list_namespaced_pod(r.namespace, label_selector=selector).items} == \
+        {p.metadata.name for p in pods}
     # The preflight's findings, published by its pod and folded by the operator; the estimate uses
     # the tiny model's own hidden size, and shows in `kubectl get -o wide`.
     estimate, preflight = status["estimate"], status["preflight"]

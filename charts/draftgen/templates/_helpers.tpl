@@ -69,6 +69,10 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [""]
   resources: [secrets]
   verbs: [create]
+# Each run's NetworkPolicy over its generation pods: created once, before its first generation Job.
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [create]
 # Missing volumes are reported in status instead of creating Jobs that cannot start.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
