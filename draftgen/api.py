@@ -96,6 +96,12 @@ class TargetModel(Model):
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
+# What every container needs for Pod Security restricted but the user (k8s.io/pod-security-admission
+# policy: allowPrivilegeEscalation, capabilities, seccompProfile); the server's default adds nothing.
+SERVER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                           "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 class Server(Model):
     """The SGLang generation server: one replica per GPU node, run as a native sidecar of the generate pod."""
 
@@ -122,6 +128,12 @@ class Server(Model):
     expected_tokens_per_second: float = Field(2500.0, gt=0, description=(
         "Output tokens/s one replica is expected to generate: the estimate's rate until the replicas "
         "measure theirs (default: a ~1T-parameter MoE on 8 GPUs at the reference concurrency)."))
+    security_context: dict[str, Any] = Field(
+        default_factory=lambda: dict(SERVER_SECURITY_CONTEXT), json_schema_extra=FREE_FORM, description=(
+            "The server container's securityContext (also the SGLang extraction's). The default keeps the "
+            "image's root user (SGLang's images run as root) with every capability dropped, no privilege "
+            "escalation and the runtime's seccomp profile: Pod Security baseline. A namespace enforcing "
+            "restricted needs runAsNonRoot and a user the image can run as (docs/security.md)."))
 
 
 class SamplingParams(Model):

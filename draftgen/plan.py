@@ -141,6 +141,13 @@ def config_digest(config: dict) -> str:
 
 # Models and tokenizers come from the volume only: never wait on a hub from a GPU pod.
 OFFLINE_ENV = [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "TRANSFORMERS_OFFLINE", "value": "1"}]
+# draftgen's own containers as Pod Security restricted requires (docs/security.md#the-pods): the
+# image's non-root user (the Dockerfile's 65532), a read-only root with /tmp as their one writable
+# folder (HOME too: the libraries' caches go there).
+RUNNER_USER = 65532
+RUNNER_SECURITY_CONTEXT = {**api.SERVER_SECURITY_CONTEXT, "runAsNonRoot": True, "runAsUser": RUNNER_USER,
+                           "runAsGroup": RUNNER_USER, "readOnlyRootFilesystem": True}
+SCRATCH = "/tmp"
 
 
 POD_IP_ENV = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
@@ -158,8 +165,22 @@ def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config:
     return volumes
 
 
+def hardened(pod_spec: dict) -> dict:
+    """Every container without a securityContext of its own (draftgen's: the servers' take
+    spec.server.securityContext) runs as RUNNER_SECURITY_CONTEXT, writing only to a scratch emptyDir."""
+    ours = [c for c in [*pod_spec.get("initContainers", []), *pod_spec["containers"]] if "securityContext" not in c]
+    for container in ours:
+        container["securityContext"] = dict(RUNNER_SECURITY_CONTEXT)
+        container["volumeMounts"] = [*container.get("volumeMounts", []), {"name": "scratch", "mountPath": SCRATCH}]
+        container["env"] = [*container.get("env", []), {"name": "HOME", "value": SCRATCH}]
+    if ours:
+        pod_spec["volumes"] = [*pod_spec.get("volumes", []), {"name": "scratch", "emptyDir": {}}]
+    return pod_spec
+
+
 def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings,
          pod_spec: dict, *, extra_labels: dict[str, str] | None = None) -> dict:
+    pod_spec = hardened(pod_spec)
     job_labels = labels(name, component, **(extra_labels or {}))
     metadata: dict[str, Any] = {"name": job_name, "labels": dict(job_labels)}
     job_spec: dict[str, Any] = {
@@ -212,6 +233,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
         "command": s.command, "args": [*server_args(spec), *server_keys.server_key_args(s.args)], "env": POD_IP_ENV,
+        "securityContext": dict(s.security_context),
         "ports": [{"name": "http", "containerPort": s.port}],
         "resources": _with_gpus(s.resources, s.gpus_per_replica),
         # The port opens only after the weights load, and /ready answers only after warm-up;
@@ -310,8 +332,9 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
         "resources": m.resources or {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT}],
     }
-    pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
-                "volumes": _volumes(name, spec, model=False, config=None, shm=False)}
+    # The merge only reads and writes the volume: no API token in its pod.
+    pod_spec = {"serviceAccountName": names.service_account_name(name), "automountServiceAccountToken": False,
+                "containers": [container], "volumes": _volumes(name, spec, model=False, config=None, shm=False)}
     return _job(name, names.merge_job_name(name), "merge", spec, settings, pod_spec)
 
 
@@ -325,16 +348,19 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
-                "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
+    # Neither does the extraction: no API token in its pod.
+    pod_spec = {"serviceAccountName": names.service_account_name(name), "automountServiceAccountToken": False,
+                "containers": [container], "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
     if e.backend == "sglang":
-        with_sglang_image(container, pod_spec, spec.runner_image or settings.runner_image, spec.server.image)
+        with_sglang_image(container, pod_spec, spec.runner_image or settings.runner_image, spec.server.image,
+                          spec.server.security_context)
     if e.gpus:
         pod_spec.update(nodeSelector=spec.server.node_selector, tolerations=spec.server.tolerations)
     return _job(name, names.extract_job_name(name), "extract", spec, settings, pod_spec)
 
 
-def with_sglang_image(container: dict, pod_spec: dict, runner_image: str, server_image: str) -> None:
+def with_sglang_image(container: dict, pod_spec: dict, runner_image: str, server_image: str,
+                      server_context: dict) -> None:
     """The extraction container runs the server's image; an init container from draftgen's image
     copies jobrunner into an emptyDir that container imports it from (jobrunner.copy_code)."""
     code = {"name": "jobrunner-code", "mountPath": names.CODE_MOUNT}
@@ -343,7 +369,8 @@ def with_sglang_image(container: dict, pod_spec: dict, runner_image: str, server
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
         "volumeMounts": [code]}]
     pod_spec["volumes"].append({"name": "jobrunner-code", "emptyDir": {"sizeLimit": "256Mi"}})
-    container.update(image=server_image, env=[*container["env"], {"name": "PYTHONPATH", "value": names.CODE_MOUNT}])
+    container.update(image=server_image, env=[*container["env"], {"name": "PYTHONPATH", "value": names.CODE_MOUNT}],
+                     securityContext=dict(server_context))
     container["volumeMounts"].append({**code, "readOnly": True})
 
 

@@ -87,6 +87,37 @@ def test_the_network_policy_lets_only_the_named_peers_reach_the_metrics_port_and
                                           "ports": [{"protocol": "TCP", "port": names.GENERATE_METRICS_PORT}]}]
 
 
+def every_container(pod: dict) -> list[dict]:
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def test_draftgens_containers_run_as_pod_security_restricted_asks_and_the_server_as_the_spec_says():
+    config = plan.config_object("k25", "ml", SPEC, SETTINGS)
+    sglang_extraction = k25().extraction(backend="sglang").spec()
+    pods = {"generate": plan.generation_job("k25", SPEC, 0, SETTINGS, config), "preflight": plan.preflight_job(
+        "k25", SPEC, SETTINGS, config), "merge": plan.merge_job("k25", SPEC, SETTINGS),
+        "extract": plan.extract_job("k25", SPEC, SETTINGS), "sglang-extract": plan.extract_job("k25", sglang_extraction,
+                                                                                            SETTINGS)}
+    for kind, job in pods.items():
+        pod = job["spec"]["template"]["spec"]
+        for c in every_container(pod):
+            if c["image"] == SPEC.server.image:  # the server, and the SGLang extraction
+                assert c["securityContext"] == api.SERVER_SECURITY_CONTEXT, (kind, c["name"])
+                continue
+            context = c["securityContext"]
+            assert context["runAsNonRoot"] and context["runAsUser"] == 65532 and context["readOnlyRootFilesystem"]
+            assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}
+            assert context["seccompProfile"] == {"type": "RuntimeDefault"}, (kind, c["name"])
+            assert {"name": "scratch", "mountPath": "/tmp"} in c["volumeMounts"]
+            assert {"name": "HOME", "value": "/tmp"} in c["env"]
+        # Only the pods that report through the API server hold a token.
+        assert pod.get("automountServiceAccountToken", True) is (kind in ("generate", "preflight")), kind
+    mine = {"runAsNonRoot": True, "runAsUser": 1000, **api.SERVER_SECURITY_CONTEXT}
+    job = plan.generation_job("k25", k25().server(image="sglang:v0.5.23", securityContext=mine).spec(), 0, SETTINGS,
+                              config)
+    assert job["spec"]["template"]["spec"]["initContainers"][0]["securityContext"] == mine
+
+
 def test_replicas_never_share_a_node():
     job, _ = generation_pod()
     term = job["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
@@ -193,6 +224,6 @@ def test_the_preflight_job_checks_on_the_cpu_with_the_config_the_model_and_the_d
     assert container["command"] == ["jobrunner", "preflight", "--config", f"{names.CONFIG_MOUNT}/generate.yaml",
                                     "--model", "/models/kimi-k2.5"]
     assert "nvidia.com/gpu" not in str(container["resources"]) and "nodeSelector" not in pod
-    assert {m["name"] for m in container["volumeMounts"]} == {"data", "config", "model"}
+    assert {m["name"] for m in container["volumeMounts"]} == {"data", "config", "model", "scratch"}
     assert job["metadata"]["labels"][names.LABEL_COMPONENT] == "preflight"
     assert job["spec"]["backoffLimit"] == exit_codes.BACKOFF_LIMITS["preflight"]

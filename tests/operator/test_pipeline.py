@@ -42,9 +42,18 @@ def assert_documented_metrics_exist(section: str, scrape: str) -> None:
     assert not missing, f"documented in docs/metrics.md but not served: {missing}"
 
 
-def test_quickstart_end_to_end_on_gpu_nodes(run):
+# The server container's context a namespace enforcing Pod Security restricted admits (the
+# simulator runs as any user; SGLang's image would need one it can run as: docs/security.md#the-pods).
+RESTRICTED_SERVER = {"runAsNonRoot": True, "runAsUser": 65532, "allowPrivilegeEscalation": False,
+                     "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k8s):
     metrics_port, liveness_port = free_port(), free_port()
     r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port)
+    client.CoreV1Api(k8s).patch_namespace(r.namespace, {"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
+    r.body["spec"]["server"]["securityContext"] = RESTRICTED_SERVER
     r.apply()
     status = r.wait_phase("Generating")
     assert argocd_health(r.get())[0] == "Progressing"
@@ -66,6 +75,7 @@ def test_quickstart_end_to_end_on_gpu_nodes(run):
     assert sidecar.resources.limits["nvidia.com/gpu"] == "8"
     assert any(v.empty_dir and v.empty_dir.medium == "Memory" for v in pod.volumes)
     assert any(t.key == "nvidia.com/gpu" for t in pod.tolerations)
+    assert pod.containers[0].security_context.read_only_root_filesystem  # admitted as restricted
     # The run's server keys: a Secret it owns, whose values appear in no pod spec, status or event.
     secret = r.core.read_namespaced_secret(names.keys_secret_name("qs"), r.namespace)
     assert [o.kind for o in secret.metadata.owner_references] == ["DatasetGeneration"]
