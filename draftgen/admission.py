@@ -62,6 +62,10 @@ def _climbs(path: str | None) -> bool:
     return path is not None and re.search(CLIMBS, path) is not None
 
 
+def _in_a_volume(path: str, mount_path: str) -> bool:
+    return not path.startswith("/") or any(path.startswith(m.rstrip("/") + "/") for m in (names.DATA_MOUNT, mount_path))
+
+
 def _classes_fit_the_context(s: api.DatasetGenerationSpec) -> bool:
     return all(c.max_new_tokens < s.model.context_length for c in s.prompt_classes)
 
@@ -95,6 +99,11 @@ SPEC_RULES = [
     Rule(".datasets", "datasets[].path must not climb out of the volume with a '..' segment",
          f"self.datasets.all(d, !d.path.matches('{CLIMBS}'))",
          lambda s: not any(_climbs(d.path) for d in s.datasets)),
+    Rule(".datasets", f"datasets[].path, when absolute, must be in the data volume ({names.DATA_MOUNT}/) or the model "
+         "volume (model.mountPath): a pod's other files are its secrets and its image",
+         f"self.datasets.all(d, !d.path.startsWith('/') || d.path.startsWith('{names.DATA_MOUNT}/') || "
+         "d.path.startsWith(self.model.mountPath.endsWith('/') ? self.model.mountPath : self.model.mountPath + '/'))",
+         lambda s: all(_in_a_volume(d.path, s.model.mount_path) for d in s.datasets)),
     Rule(".output.path", "output.path must not climb out of the volume with a '..' segment",
          f"!has(self.output.path) || !self.output.path.matches('{CLIMBS}')",
          lambda s: not _climbs(s.output.path)),

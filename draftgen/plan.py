@@ -65,6 +65,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
         server_url=server_url, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
         tokenizer_path=tokenizer_path or spec.model.tokenizer_path(),
+        input_roots=[names.DATA_MOUNT, spec.model.mount_path],  # never a secret or the image through a symlink
         chat_template_kwargs=spec.model.chat_template.template_kwargs(),
         context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
         datasets=[_dataset_config(spec, d, (dataset_paths or {}).get(d.name)) for d in spec.datasets],

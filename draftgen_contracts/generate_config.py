@@ -118,6 +118,8 @@ class GenerateConfig(_Strict):
     replica: int = Field(default=0, ge=0)
     replicas: int = Field(default=1, gt=0)
     tokenizer_path: str | None = None
+    input_roots: list[str] = Field(default_factory=list, description=(
+        "folders every dataset file must really be in, symlinks followed (a pod's volumes); empty: anywhere"))
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
     context: ContextConfig = Field(default_factory=ContextConfig)
     prompt_classes: list[PromptClass] = Field(default_factory=lambda: list(DEFAULT_PROMPT_CLASSES), min_length=1)
@@ -160,6 +162,7 @@ class GenerateConfig(_Strict):
         return self.model_copy(update={
             "output_root": where(self.output_root),
             "tokenizer_path": where(self.tokenizer_path) if self.tokenizer_path else None,
+            "input_roots": [where(root) for root in self.input_roots],
             "datasets": [d.model_copy(update={"path": where(d.path)}) for d in self.datasets],
             "coordination": c.model_copy(update={"directory": where(c.directory) if c.directory else None})})
 

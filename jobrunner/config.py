@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from draftgen_contracts.generate_config import DatasetConfig, GenerateConfig
 from draftgen_contracts.validation import error_lines
+from jobrunner.datasets import resolves_outside
 
 # The config's two models are this module's too: jobrunner's code reads them from where it loads them.
 __all__ = ["ConfigError", "DatasetConfig", "GenerateConfig", "load_config", "missing_inputs", "parse_config"]
@@ -56,6 +57,9 @@ def missing_inputs(config: GenerateConfig) -> list[str]:
     if needs_tokenizer and config.tokenizer_path and not Path(config.tokenizer_path).is_dir():
         problems.append(f"tokenizer_path {config.tokenizer_path}: no such directory")
     for i, d in enumerate(config.datasets):
-        if not Path(d.path).is_file():
+        if (real := resolves_outside(d.path, config.input_roots)) is not None:
+            problems.append(f"datasets[{i}] ({d.name}): {d.path} is {real}, outside the volumes "
+                            f"{', '.join(config.input_roots)}: datasets are read from the run's volumes only")
+        elif not Path(d.path).is_file():
             problems.append(f"datasets[{i}] ({d.name}): {d.path}: no such file")
     return problems

@@ -18,8 +18,13 @@ line number in JSONL, the position in Parquet), which is what makes sample ids s
 what sharding uses: replica k of R takes the rows whose index % R == k.
 
 A malformed row is never fatal: it comes out as a `SkippedRow` with one of the reasons in
-`SKIP_REASONS`, to be recorded once and counted. Memory stays bounded: JSONL is read line by line,
-Parquet one record batch at a time.
+`SKIP_REASONS`, to be recorded once and counted. A file that cannot be read safely as a whole (not
+Parquet, no column of a known shape, a row group too large to hold) is a `DatasetRefused` naming it.
+
+Memory stays bounded whatever the file holds (docs/security.md#hostile-inputs): a JSONL line is held
+only up to MAX_ROW_BYTES (a longer one is skipped, read past in chunks); a Parquet row group is read
+only when its metadata says it holds at most MAX_ROW_GROUP_BYTES, in batches of about BATCH_BYTES;
+a row nested deeper than MAX_DEPTH is skipped before anything recurses into it.
 """
 
 from __future__ import annotations
@@ -35,8 +40,21 @@ DatasetFormat = Literal["auto", "jsonl", "parquet"]
 
 SKIP_REASONS = (
     "bad_json", "invalid_utf8", "not_an_object", "unknown_shape", "unknown_role", "no_user_turn",
-    "empty", "non_text_content", "bad_input_ids", "bad_response_span", "no_response",
+    "empty", "non_text_content", "bad_input_ids", "bad_response_span", "no_response", "too_large", "too_deep",
 )
+
+# The longest row held: 16x the text a 256K-token context holds (about 1 MB at ~4 bytes a token).
+MAX_ROW_BYTES = 16 << 20
+# Chat rows nest 4-6 deep and tool schemas a few more; anything deeper is not a prompt, and Python's
+# json, the chat template and the writer would each recurse into it.
+MAX_DEPTH = 64
+# Arrow decodes a whole row group to read any row of it (measured: one 300 MB group read in batches
+# of 64 rows peaked at 380 MB); `datasets` writes groups of ~1,000 rows, pandas up to 1Mi rows.
+MAX_ROW_GROUP_BYTES = 256 << 20
+BATCH_BYTES = 16 << 20
+READ_CHUNK = 1 << 20
+# A row of these top-level columns has a shape parse_row or parse_trace knows.
+KNOWN_COLUMNS = ("messages", "conversations", "prompt", "input_ids", "prompt_ids")
 
 SHAREGPT_ROLES = {
     "human": "user", "user": "user",
@@ -89,6 +107,15 @@ class SkippedRow:
 DatasetRow = Conversation | Pretokenized | Trace | SkippedRow
 
 
+class DatasetRefused(ValueError):
+    """A dataset file refused as a whole: the file, and why (with what to change)."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
 class RowError(ValueError):
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -96,28 +123,49 @@ class RowError(ValueError):
         self.detail = detail
 
 
-def _check_utf8(value: Any) -> None:
-    """Reject strings that cannot be encoded (lone surrogates from `\\ud800` escapes)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise RowError("invalid_utf8", str(e)) from None
-    elif isinstance(value, dict):
-        for v in value.values():
-            _check_utf8(v)
-    elif isinstance(value, list):
-        for v in value:
-            _check_utf8(v)
+def _check_values(value: Any) -> None:
+    """Reject what nests deeper than MAX_DEPTH, text longer than MAX_ROW_BYTES (a Parquet row is
+    only seen decoded), and strings that cannot be encoded (lone surrogates from `\\ud800` escapes),
+    walking without recursion (the depth is what is being checked)."""
+    stack, characters = [(value, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            characters += len(value)
+            if characters > MAX_ROW_BYTES:
+                raise RowError("too_large", f"more than {MAX_ROW_BYTES} characters of text")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise RowError("invalid_utf8", str(e)) from None
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise RowError("too_deep", f"nested deeper than {MAX_DEPTH}")
+            items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((v, depth + 1) for v in items if isinstance(v, (str, dict, list)))
+
+
+def _loads(text: str | bytes) -> Any:
+    """JSON text as a value whose depth and strings _check_values has passed."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise RowError("too_deep", f"nested deeper than {MAX_DEPTH}") from None
+    except ValueError as e:
+        raise RowError("bad_json", str(e)[:200]) from None
+    _check_values(value)
+    return value
 
 
 def _maybe_json(value: Any) -> Any:
     """Parquet datasets often store nested columns as JSON strings."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except ValueError:
-            raise RowError("bad_json", "nested JSON string does not parse") from None
+            return _loads(value)
+        except RowError as e:
+            if e.reason == "bad_json":
+                raise RowError("bad_json", "nested JSON string does not parse") from None
+            raise
     return value
 
 
@@ -190,12 +238,12 @@ def parse_row(row: int, obj: Any, pretokenized: bool = False) -> DatasetRow:
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
+        _check_values(obj)
         if pretokenized or "input_ids" in obj and obj["input_ids"] is not None:
             ids = obj.get("input_ids")
             if not isinstance(ids, list) or not ids or not all(type(t) is int and t >= 0 for t in ids):
                 raise RowError("bad_input_ids", "input_ids must be a non-empty list of non-negative ints")
             return Pretokenized(row, ids)
-        _check_utf8(obj)
         tools = _maybe_json(obj.get("tools")) or None
         if tools is not None and not isinstance(tools, list):
             raise RowError("unknown_shape", "tools is not a list")
@@ -250,6 +298,7 @@ def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
+        _check_values(obj)
         finish = obj.get("finish_reason") or "stop"
         if finish not in ("stop", "length"):
             raise RowError("unknown_shape", f"finish_reason {finish!r}: expected stop or length")
@@ -260,7 +309,6 @@ def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
             ids = _ids(obj["input_ids"], "input_ids")
             start = _response_span(ids, obj)
             return Trace(row, ids[:start], ids[start:], finish_reason=finish)
-        _check_utf8(obj)
         tools = _maybe_json(obj.get("tools")) or None
         if obj.get("messages") is not None:
             messages = _openai_messages(obj["messages"])
@@ -288,10 +336,26 @@ def detect_format(path: str | os.PathLike, declared: DatasetFormat = "auto") -> 
     raise ValueError(f"{path}: cannot tell the format from the extension; set format: jsonl or parquet")
 
 
+def _lines(f, limit: int) -> Iterator[bytes | int]:
+    """Each line of a binary file; for a line longer than `limit`, its length instead: it is read past
+    in chunks, never held whole."""
+    while line := f.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n") and len(line) == limit + 1:
+            yield line
+            continue
+        length = len(line)
+        while not line.endswith(b"\n") and (line := f.readline(READ_CHUNK)):
+            length += len(line)
+        yield length
+
+
 def _jsonl_objects(path: Path, replica: int, replicas: int) -> Iterator[tuple[int, Any]]:
     with open(path, "rb") as f:
-        for index, line in enumerate(f):
+        for index, line in enumerate(_lines(f, MAX_ROW_BYTES)):
             if index % replicas != replica:
+                continue
+            if isinstance(line, int):
+                yield index, RowError("too_large", f"a line of {line} bytes (at most {MAX_ROW_BYTES})")
                 continue
             try:
                 text = line.decode("utf-8")
@@ -302,24 +366,64 @@ def _jsonl_objects(path: Path, replica: int, replicas: int) -> Iterator[tuple[in
                 yield index, RowError("empty", "blank line")
                 continue
             try:
-                yield index, json.loads(text)
-            except ValueError as e:
-                yield index, RowError("bad_json", str(e)[:200])
+                yield index, _loads(text)
+            except RowError as e:
+                yield index, e
 
 
-def _parquet_objects(path: Path, replica: int, replicas: int, batch_rows: int) -> Iterator[tuple[int, Any]]:
+def _open_parquet(path: Path):
+    """The file, once its schema and row groups say it can be read in bounded memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as e:
+        raise DatasetRefused(path, f"not a readable Parquet file ({str(e)[:200]})") from None
+    columns = pf.schema_arrow.names
+    if not set(columns) & set(KNOWN_COLUMNS):
+        pf.close()
+        raise DatasetRefused(path, f"its columns {columns[:12]} hold none of {list(KNOWN_COLUMNS)}")
+    for group in range(pf.metadata.num_row_groups):
+        size = pf.metadata.row_group(group).total_byte_size
+        if size > MAX_ROW_GROUP_BYTES:
+            pf.close()
+            raise DatasetRefused(
+                path, f"row group {group} holds {size} bytes (at most {MAX_ROW_GROUP_BYTES} are read at once); "
+                "write it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=1000))")
+    return pf
+
+
+def _batch_rows(pf) -> int:
+    """Rows per batch: about BATCH_BYTES of the file's average row, at most 1,024."""
+    meta = pf.metadata
+    rows = max(meta.num_rows, 1)
+    average = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)) / rows
+    return max(1, min(1024, int(BATCH_BYTES // max(average, 1))))
+
+
+def _parquet_objects(path: Path, replica: int, replicas: int, batch_rows: int | None) -> Iterator[tuple[int, Any]]:
+    import pyarrow as pa
+
     index = 0
-    with pq.ParquetFile(path) as pf:
-        for batch in pf.iter_batches(batch_size=batch_rows):
+    with _open_parquet(path) as pf:
+        for batch in pf.iter_batches(batch_size=batch_rows or _batch_rows(pf)):
             # Convert only this replica's rows of the batch to Python objects.
             positions = range((replica - index) % replicas, batch.num_rows, replicas)
             mine = batch if replicas == 1 else batch.take(pa.array(positions, type=pa.int64()))
             for i, obj in zip(positions, mine.to_pylist()):
                 yield index + i, obj
             index += batch.num_rows
+
+
+def resolves_outside(path: str | os.PathLike, roots: list[str]) -> str | None:
+    """Where `path` really is (symlinks followed) when that is under none of `roots`; None when it is
+    under one, or when no roots are given."""
+    if not roots:
+        return None
+    real = Path(os.path.realpath(path))
+    inside = any(real.is_relative_to(os.path.realpath(root)) for root in roots)
+    return None if inside else str(real)
 
 
 def read_rows(
@@ -330,10 +434,11 @@ def read_rows(
     traces: bool = False,
     replica: int = 0,
     replicas: int = 1,
-    batch_rows: int = 1024,
+    batch_rows: int | None = None,
 ) -> Iterator[DatasetRow]:
     """Stream this replica's share of a dataset, in row order, as parsed or skipped rows (Trace rows
-    for a dataset of existing traces)."""
+    for a dataset of existing traces); DatasetRefused for a file that cannot be read safely.
+    `batch_rows`: Parquet rows per batch (default: about BATCH_BYTES of the file's average row)."""
     if not 0 <= replica < replicas:
         raise ValueError(f"replica {replica} is not in [0, {replicas})")
     path = Path(path)

@@ -113,3 +113,77 @@ def test_trace_rows_of_every_shape_and_their_faults():
     for reason, row in faults.items():
         assert parse_trace(9, row).reason == reason, row
     assert parse_trace(9, {"input_ids": [5, 6, 7], "prompt_len": 3}).reason == "bad_response_span"
+
+
+def test_hostile_jsonl_rows_are_skipped_with_their_reason_and_the_rows_after_them_still_read(tmp_path, monkeypatch):
+    import jobrunner.datasets as datasets
+
+    monkeypatch.setattr(datasets, "READ_CHUNK", 7)  # a long line is read past in many chunks
+    at_limit = json.dumps({"prompt": "x" * 86}).encode()
+    assert len(at_limit) == 100
+    lines = [json.dumps({"prompt": "x" * 5000}).encode(), at_limit, b"[" * 100_000 + b"]" * 100_000,
+             json.dumps({"prompt": "deep", "meta": json.loads("[" * 65 + "]" * 65)}).encode(),
+             json.dumps({"prompt": "\ud800"}).encode(), b"\xc3\x28", json.dumps({"prompt": "ok"}).encode()]
+    path = tmp_path / "d.jsonl"
+    monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 300_000)  # the deep line is long too: only the depth counts
+    path.write_bytes(b"\n".join(lines))  # no newline at the end
+    rows = [(r.row, getattr(r, "reason", "ok")) for r in read_rows(path)]
+    assert rows == [(0, "ok"), (1, "ok"), (2, "too_deep"), (3, "too_deep"), (4, "invalid_utf8"), (5, "invalid_utf8"),
+                    (6, "ok")]
+    # Depth 64 is a row; 65 is not (a dict's keys count as one level below it, as its values do).
+    assert isinstance(parse_row(0, {"prompt": "p", "meta": json.loads("[" * 63 + "]" * 63)}), Conversation)
+    # A nested JSON string is held to the same rules.
+    assert parse_row(0, {"messages": "[" * 100_000 + "]" * 100_000}).reason == "too_deep"
+    assert parse_row(0, {"messages": json.dumps([{"role": "user", "content": "\ud800"}])}).reason == "invalid_utf8"
+    monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 100)
+    rows = [(r.row, getattr(r, "reason", "ok")) for r in read_rows(path)]
+    assert rows[:2] == [(0, "too_large"), (1, "ok")] and rows[2] == (2, "too_large") and rows[-1] == (6, "ok")
+
+
+def test_a_parquet_row_of_too_much_text_is_skipped(tmp_path, monkeypatch):
+    import jobrunner.datasets as datasets
+
+    monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 1000)
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"prompt": ["a", "b" * 2000, "c"]}), path)
+    assert [(r.row, getattr(r, "reason", "ok")) for r in read_rows(path)] == [(0, "ok"), (1, "too_large"), (2, "ok")]
+
+
+def test_parquet_files_that_cannot_be_read_safely_are_refused_naming_the_file(tmp_path, monkeypatch):
+    import pytest
+
+    import jobrunner.datasets as datasets
+    from jobrunner.datasets import DatasetRefused
+
+    not_parquet = tmp_path / "junk.parquet"
+    not_parquet.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(DatasetRefused, match="junk.parquet: not a readable Parquet file"):
+        list(read_rows(not_parquet))
+    wrong = tmp_path / "wrong.parquet"
+    pq.write_table(pa.table({"text": ["a"], "label": [1]}), wrong)
+    with pytest.raises(DatasetRefused, match=r"wrong.parquet: its columns \['text', 'label'\] hold none of"):
+        list(read_rows(wrong))
+    big = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"prompt": [f"row {i} " + "x" * 500 for i in range(100)]}), big, row_group_size=40)
+    monkeypatch.setattr(datasets, "MAX_ROW_GROUP_BYTES", 15_000)
+    with pytest.raises(DatasetRefused, match="big.parquet: row group 0 holds .* bytes .*smaller row groups"):
+        next(read_rows(big))
+
+
+def test_a_path_is_outside_when_its_symlinks_lead_out_of_every_root(tmp_path):
+    from jobrunner.datasets import resolves_outside
+
+    volume, elsewhere = tmp_path / "data", tmp_path / "secrets"
+    (volume / "prompts").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "token").write_text("{}")
+    (volume / "prompts" / "ok.jsonl").write_text("{}")
+    (volume / "prompts" / "link.jsonl").symlink_to(elsewhere / "token")
+    (volume / "prompts" / "inner.jsonl").symlink_to(volume / "prompts" / "ok.jsonl")
+    roots = [str(volume), str(tmp_path / "models")]
+    assert resolves_outside(volume / "prompts" / "ok.jsonl", roots) is None
+    assert resolves_outside(volume / "prompts" / "inner.jsonl", roots) is None
+    assert resolves_outside(volume / "prompts" / "link.jsonl", roots) == str(elsewhere / "token")
+    assert resolves_outside(volume / "prompts" / "link.jsonl", []) is None  # no roots: anywhere
+    (tmp_path / "mounted").symlink_to(volume)  # a root that is itself a link is where it leads
+    assert resolves_outside(volume / "prompts" / "ok.jsonl", [str(tmp_path / "mounted")]) is None

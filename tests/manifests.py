@@ -94,6 +94,9 @@ INVALID = {
                  datasets=[{"name": "a", "path": "x", "budgetTokens": 1, "maxNewTokens": 4096}]), "spec.datasets"),
     "output path climbing out": (manifest(output={"claimName": "data", "path": "runs/../../etc"}), "spec.output.path"),
     "dataset path climbing out": (with_dataset(path="../other-run/prompts.jsonl"), "spec.datasets"),
+    "dataset path absolute outside the volumes": (with_dataset(path="/var/run/secrets/kubernetes.io/serviceaccount/token"),
+                                                  "spec.datasets"),
+    "dataset path absolute beside the model volume": (with_dataset(path="/models-old/prompts.jsonl"), "spec.datasets"),
     "model path climbing out": (manifest(model={"claimName": "models", "path": "tiny/.."}), "spec.model.path"),
     "queue name with a space": (manifest(queueName="gpu batch"), "spec.queueName"),
     "queue name in capitals": (manifest(queueName="GPU"), "spec.queueName"),
@@ -104,3 +107,12 @@ INVALID = {
                                                            "spec.server.args"),
     "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
 }
+
+
+def with_absolute_dataset_paths():
+    """Valid: absolute dataset paths in the data volume and in the model volume."""
+    m = manifest("absolute")
+    m["spec"]["datasets"][0]["path"] = "/data/prompts/a.jsonl"
+    m["spec"]["datasets"][1]["path"] = "/models/prompts/b.jsonl"
+    return m
+

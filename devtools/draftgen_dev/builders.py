@@ -133,7 +133,8 @@ class ConfigBuilder:
         document = built.model_dump()
         for dataset in document["datasets"]:
             dataset.update(self._config_only[dataset["name"]])
-        return GenerateConfig.model_validate({**document, **fields})
+        # A test's files lie anywhere on this machine, not under the pod's volumes (the plan's roots).
+        return GenerateConfig.model_validate({**document, "input_roots": [], **fields})
 
 
 def generate_config(server_url: str, output_root: str | Path, tokenizer_path: str | Path | None,

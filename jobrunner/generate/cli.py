@@ -12,6 +12,7 @@ from draftgen_contracts import exit_codes
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import KeysRefused, SGLangError
 from jobrunner.config import ConfigError, load_config, missing_inputs
+from jobrunner.datasets import DatasetRefused
 from jobrunner.generate.run import configure_logging, make_coordinator, run_generate
 
 
@@ -45,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         return exit_codes.BAD_CONFIG
     try:
         return asyncio.run(run_generate(config, metrics_address=args.metrics_address))
-    except KeysRefused as e:  # a wrong key stays wrong: fail at once, said on the object
+    except (KeysRefused, DatasetRefused) as e:  # a wrong key or file stays wrong: fail at once, said on the object
         logging.getLogger("jobrunner.generate").error("%s", e)
         report_error(config, str(e))
         return exit_codes.BAD_CONFIG

@@ -5,13 +5,15 @@ too little room in the context, and whether the budget is reachable with the usa
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 from pydantic import Field, computed_field
 
 from draftgen_contracts.length_stats import LengthStats, length_stats
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
-from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, Trace, read_rows
+from jobrunner.datasets import (Conversation, DatasetRefused, DatasetRow, Pretokenized, SkippedRow, Trace,
+                                read_rows)
 from jobrunner.prompts import Prompt, PromptPreparer
 
 from .problem import PreflightProblem
@@ -48,6 +50,14 @@ def ids_field(row, pretokenized: bool) -> str:
     return "messages (as the chat template renders them)"
 
 
+def rows_of(path: str, fmt: str, **kwargs) -> Iterator[DatasetRow]:
+    """The dataset's rows; a file refused as a whole is the run's problem."""
+    try:
+        yield from read_rows(path, fmt, **kwargs)
+    except DatasetRefused as e:
+        raise PreflightProblem(e.path, e.reason) from None
+
+
 def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: int, vocab_size: int, *,
                  fmt: str = "auto", pretokenized: bool = False, traces: bool = False, end_ids: frozenset = frozenset(),
                  wanted_max_new: dict[str, int] | None = None) -> DatasetFindings:
@@ -61,7 +71,7 @@ def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: 
     expected = 0.0
     first_of_shape: dict[str, int] = {}
     stopped = ended = 0
-    for row in read_rows(path, fmt, pretokenized=pretokenized, traces=traces):
+    for row in rows_of(path, fmt, pretokenized=pretokenized, traces=traces):
         found.rows += 1
         shape = shape_of(row) if isinstance(row, Conversation) or (isinstance(row, Trace) and row.messages) else None
         if shape is not None and shape not in first_of_shape:

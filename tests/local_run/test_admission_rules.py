@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from draftgen import cli
-from tests.manifests import INVALID
+from draftgen import admission, api
+from tests.manifests import INVALID, with_absolute_dataset_paths
 
 from .conftest import write_spec
 
@@ -19,3 +20,8 @@ def test_invalid_manifest_is_refused_naming_the_field_and_nothing_starts(tmp_pat
     err = capsys.readouterr().err
     assert field in err, err
     assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_absolute_dataset_paths_in_the_volumes_are_accepted():
+    spec = api.DatasetGenerationSpec.model_validate(with_absolute_dataset_paths()["spec"])
+    assert admission.spec_problems(spec) == []

@@ -9,7 +9,7 @@ from kubernetes import client
 
 from draftgen import crd as crd_module
 from tests.conftest import REPO
-from tests.manifests import INVALID, manifest
+from tests.manifests import INVALID, manifest, with_absolute_dataset_paths
 
 
 def create(k8s, namespace, body):
@@ -31,6 +31,7 @@ def test_valid_manifest_is_accepted_with_defaults(k8s, crd, namespace):
     server = got["spec"]["server"]
     assert server["tensorParallelSize"] == 8 and server["gpusPerReplica"] == 8 and server["port"] == 30000
     assert got["spec"]["model"]["contextLength"] == 32768
+    create(k8s, namespace, with_absolute_dataset_paths())
 
 
 @pytest.mark.parametrize("path, value, field", [
