@@ -176,6 +176,9 @@ def hardened(pod_spec: dict) -> dict:
         container["env"] = [*container.get("env", []), {"name": "HOME", "value": SCRATCH}]
     if ours:
         pod_spec["volumes"] = [*pod_spec.get("volumes", []), {"name": "scratch", "emptyDir": {}}]
+        # The volumes' group is made the runner's (once: only when the volume's root differs), so a
+        # claim provisioned root-owned is writable by the runner's user.
+        pod_spec["securityContext"] = {"fsGroup": RUNNER_USER, "fsGroupChangePolicy": "OnRootMismatch"}
     return pod_spec
 
 

@@ -110,6 +110,7 @@ def test_draftgens_containers_run_as_pod_security_restricted_asks_and_the_server
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}, (kind, c["name"])
             assert {"name": "scratch", "mountPath": "/tmp"} in c["volumeMounts"]
             assert {"name": "HOME", "value": "/tmp"} in c["env"]
+        assert pod["securityContext"] == {"fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch"}, kind
         # Only the pods that report through the API server hold a token.
         assert pod.get("automountServiceAccountToken", True) is (kind in ("generate", "preflight")), kind
     mine = {"runAsNonRoot": True, "runAsUser": 1000, **api.SERVER_SECURITY_CONTEXT}
