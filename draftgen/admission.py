@@ -89,7 +89,9 @@ SPEC_RULES = [
          f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))",
          lambda s: all(d.prompt_class is None or d.prompt_class in _class_names(s) for d in s.datasets)),
     Rule(".promptClasses", "promptClasses[].maxNewTokens must be below model.contextLength (the server refuses a "
-         "request that cannot fit one prompt token and its max_new_tokens)",
+         "request that cannot fit one prompt token and its max_new_tokens); without promptClasses, the default "
+         f"classes ask for up to {LARGEST_DEFAULT_MAX_NEW} new tokens: set promptClasses whose maxNewTokens fit, or "
+         f"a model.contextLength above {LARGEST_DEFAULT_MAX_NEW}",
          f"has(self.promptClasses) ? self.promptClasses.all(c, c.maxNewTokens < self.model.contextLength) : "
          f"{LARGEST_DEFAULT_MAX_NEW} < self.model.contextLength",
          _classes_fit_the_context),

@@ -25,3 +25,10 @@ def test_invalid_manifest_is_refused_naming_the_field_and_nothing_starts(tmp_pat
 def test_absolute_dataset_paths_in_the_volumes_are_accepted():
     spec = api.DatasetGenerationSpec.model_validate(with_absolute_dataset_paths()["spec"])
     assert admission.spec_problems(spec) == []
+
+
+def test_a_context_too_small_for_the_default_classes_is_refused_saying_what_to_set():
+    body = INVALID["default classes beyond a small context"][0]
+    problems = admission.spec_problems(api.DatasetGenerationSpec.model_validate(body["spec"]))
+    assert len(problems) == 1 and problems[0].startswith("spec.promptClasses: ")
+    assert "set promptClasses whose maxNewTokens fit, or a model.contextLength above 16384" in problems[0]
