@@ -19,9 +19,12 @@ from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER, sglang_python
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, has_one_catch_all
 
-# A Kubernetes quantity (k8s.io/apimachinery pkg/api/resource quantity.go): a signed decimal
-# number, then a binary or decimal SI suffix or an exponent.
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+# A Kubernetes quantity as CEL's isQuantity takes it (k8s.io/apimachinery pkg/api/resource
+# quantity.go, parseQuantityString): a sign, a decimal number, then a binary or decimal SI suffix or
+# an exponent; the number may be empty ("we stripped all numerator positions, always return 0"), so
+# "Gi", "m", "." and "+" are quantities (0), while "" and "1e" are not (measured on kube-apiserver
+# 1.36 by the differential admission test).
+QUANTITY = re.compile(r"^(?=.)[+-]?\d*(\.\d*)?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?\Z")
 DEFAULT_CLASS_NAMES = [c.name for c in DEFAULT_PROMPT_CLASSES]
 
 
@@ -153,7 +156,7 @@ SPEC_RULES = [
          lambda s: all(EXPORT_FINAL_STATE[e] == s.extraction.final_state for e in s.extraction.exports)),
 ]
 
-NAME_RULE = api.cel(f"self.metadata.name.size() <= {names.MAX_NAME_LENGTH}",
+NAME_RULE = api.cel(f"self.size() <= {names.MAX_NAME_LENGTH}",
                     f"metadata.name must be at most {names.MAX_NAME_LENGTH} characters so every child object's name "
                     "(Jobs, pods, ServiceAccount, reports) stays valid")
 
@@ -174,10 +177,18 @@ def duplicate_keys(field: str, keys: list[str]) -> list[str]:
             if key in keys[:i]]
 
 
+def duplicate_values(field: str, values: list[str]) -> list[str]:
+    """A set-list's repeated values, as the API server names them (x-kubernetes-list-type: set)."""
+    return [f"spec.{field}[{i}]: Duplicate value: {json.dumps(value)}" for i, value in enumerate(values)
+            if value in values[:i]]
+
+
 def spec_problems(spec: api.DatasetGenerationSpec) -> list[str]:
     """Every rule the spec breaks, as "spec<field>: <message>"."""
     duplicates = [*duplicate_keys("datasets", [d.name for d in spec.datasets]),
-                  *duplicate_keys("promptClasses", _class_names(spec))]
+                  *duplicate_keys("promptClasses", _class_names(spec)),
+                  *duplicate_values("merge.exports", list(spec.merge.exports)),
+                  *duplicate_values("extraction.exports", list(spec.extraction.exports))]
     return duplicates or [f"spec{rule.field_path}: {rule.message}" for rule in SPEC_RULES if not rule.holds(spec)]
 
 

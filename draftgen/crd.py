@@ -64,13 +64,32 @@ def structural(node: Any, defs: dict, keep_defaults: bool = True) -> Any:
     return out
 
 
+# The schema's `integer` admits 1.0 (stored as 1), and then every CEL rule that reads the field
+# fails on it ("invalid data, expected int, got float64"), naming the rule's node instead of the
+# field; `draftgen run` refuses it outright. A rule on the field itself makes the API server refuse
+# it there too, naming the field (measured on kube-apiserver 1.36).
+INTEGER_RULE = api.cel("type(self) == int", "must be an integer, not a number with a fraction part such as 1.0")
+
+
+def with_integer_rules(node: Any) -> Any:
+    """Every integer field of the schema with INTEGER_RULE."""
+    if isinstance(node, list):
+        return [with_integer_rules(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: with_integer_rules(v) for k, v in node.items()}
+    if out.get("type") == "integer":
+        out["x-kubernetes-validations"] = [INTEGER_RULE, *out.get("x-kubernetes-validations", [])]
+    return out
+
+
 def schema_of(model: type, keep_defaults: bool) -> dict:
     raw = model.model_json_schema(by_alias=True, mode="validation")
     return structural(raw, raw.get("$defs", {}), keep_defaults)
 
 
 def crd() -> dict:
-    spec = schema_of(api.DatasetGenerationSpec, keep_defaults=True)
+    spec = with_integer_rules(schema_of(api.DatasetGenerationSpec, keep_defaults=True))
     spec["x-kubernetes-validations"] = admission.cel_rules()
     status = schema_of(api.DatasetGenerationStatus, keep_defaults=False)
     root = {
@@ -79,9 +98,12 @@ def crd() -> dict:
                        "model served by SGLang, within per-dataset token budgets, then merges it and extracts "
                        "the target's EAGLE-3 hidden states.",
         "required": ["spec"],
-        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        # The name's rule sits on metadata.name (the one metadata field a CRD may restrict, with
+        # generateName), so the API server's refusal names that field.
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "metadata": {"type": "object", "properties": {"name": {
+                           "type": "string", "x-kubernetes-validations": [admission.NAME_RULE]}}},
                        "spec": spec, "status": status},
-        "x-kubernetes-validations": [admission.NAME_RULE],
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

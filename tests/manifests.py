@@ -106,6 +106,20 @@ INVALID = {
     "a server config file (the keys come in draftgen's)": (with_server(args=["--config", "/etc/s.yaml"]),
                                                            "spec.server.args"),
     "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
+    # Found by the generated differential test (tests/operator/test_admission_differential.py):
+    "an integer written 1.0": (with_server(tensorParallelSize=8.0), "spec.server.tensorParallelSize"),
+    "an integer beyond 64 bits": (with_dataset(budgetTokens=2**63), "spec.datasets[0].budgetTokens"),
+    "a corpus export twice": (manifest(merge={"exports": ["hf-parquet", "hf-parquet"]}), "spec.merge.exports[1]"),
+    "a state export twice": (manifest(extraction={"exports": ["specforge", "specforge"]}), "spec.extraction.exports[1]"),
+    "a bad name and an unknown field": ({**with_dataset(bogus=1), "metadata": {"name": "-a"}}, "spec.datasets[0].bogus"),
+    "a quantity that is not one": (with_server(shmSize="1e"), "spec.server.shmSize"),
+}
+
+# Manifests both accept that a hand-written rule once refused (found by the same test).
+VALID = {
+    "a quantity with no number (0, as apimachinery parses it)": with_server(shmSize="Gi"),
+    "a null field is an absent one (the API server prunes it, then defaults)": manifest(
+        extraction={"resources": None}, merge={"dedupe": None}, runnerImage=None),
 }
 
 

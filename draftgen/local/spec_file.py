@@ -9,8 +9,12 @@ import yaml
 from pydantic import ValidationError
 
 from draftgen import admission, api
+from draftgen.crd import crd
 from draftgen_contracts import names
 from draftgen_contracts.validation import error_lines
+
+
+SPEC_SCHEMA = crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
 
 
 class SpecError(ValueError):
@@ -29,22 +33,51 @@ def dataset_generation(documents: list) -> dict:
 
 
 def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
-    """(metadata.name, spec) of a DatasetGeneration object; SpecError names every bad field."""
+    """(metadata.name, spec) of a DatasetGeneration object; SpecError names every bad field (the
+    name's, the field types', then the rules' once the types hold, as the API server checks them)."""
     name = (obj.get("metadata") or {}).get("name")
-    problem = admission.name_problem(name)
-    if problem:
-        raise SpecError(problem)
+    problems = [p for p in [admission.name_problem(name)] if p]
+    spec = None
     if not isinstance(obj.get("spec"), dict):
-        raise SpecError("spec: required, a mapping")
-    try:
-        # strict: the API server takes no "0.7" for a number, nor "5" for an integer
-        spec = api.DatasetGenerationSpec.model_validate(obj["spec"], strict=True)
-    except ValidationError as e:
-        raise SpecError("\n  ".join(error_lines(e, "spec"))) from None
-    problems = admission.spec_problems(spec)
+        problems.append("spec: required, a mapping")
+    else:
+        wide = beyond_64_bits(obj["spec"], SPEC_SCHEMA, "spec")
+        try:
+            # strict: the API server takes no "0.7" for a number, nor "5" for an integer
+            spec = api.DatasetGenerationSpec.model_validate(without_nulls(obj["spec"], SPEC_SCHEMA), strict=True)
+        except ValidationError as e:
+            problems += error_lines(e, "spec")
+        if wide:  # the API server reads such a number as a float: never a valid integer
+            problems, spec = problems + wide, None
+    if spec is not None:
+        problems += admission.spec_problems(spec)
     if problems:
         raise SpecError("\n  ".join(problems))
     return name, spec
+
+
+def beyond_64_bits(value, schema: dict, path: str) -> list[str]:
+    """The integer fields whose value does not fit in 64 bits, as the API server names them."""
+    if isinstance(value, dict) and "properties" in schema:
+        return [p for k, v in value.items() if k in schema["properties"]
+                for p in beyond_64_bits(v, schema["properties"][k], f"{path}.{k}")]
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [p for i, v in enumerate(value) for p in beyond_64_bits(v, schema["items"], f"{path}[{i}]")]
+    if schema.get("type") == "integer" and type(value) is int and not -2**63 <= value < 2**63:
+        return [f"{path}: must be of type integer (a 64-bit one)"]
+    return []
+
+
+def without_nulls(value, schema: dict):
+    """The value as the API server validates it: a null where the schema names a field is dropped
+    (then defaulted or missing), as it prunes nulls of non-nullable fields; free-form objects are kept."""
+    if isinstance(value, dict) and "properties" in schema:
+        known = schema["properties"]
+        return {k: (without_nulls(v, known[k]) if k in known else v) for k, v in value.items()
+                if not (v is None and k in known)}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [without_nulls(v, schema["items"]) for v in value]
+    return value
 
 
 def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:

@@ -7,7 +7,8 @@ import pytest
 
 from draftgen import cli
 from draftgen import admission, api
-from tests.manifests import INVALID, with_absolute_dataset_paths
+from draftgen.local.spec_file import parse_object
+from tests.manifests import INVALID, VALID, with_absolute_dataset_paths
 
 from .conftest import write_spec
 
@@ -32,3 +33,8 @@ def test_a_context_too_small_for_the_default_classes_is_refused_saying_what_to_s
     problems = admission.spec_problems(api.DatasetGenerationSpec.model_validate(body["spec"]))
     assert len(problems) == 1 and problems[0].startswith("spec.promptClasses: ")
     assert "set promptClasses whose maxNewTokens fit, or a model.contextLength above 16384" in problems[0]
+
+
+@pytest.mark.parametrize("case", list(VALID))
+def test_manifests_the_api_server_admits_are_accepted(case):
+    parse_object(VALID[case])

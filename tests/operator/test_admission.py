@@ -9,7 +9,7 @@ from kubernetes import client
 
 from draftgen import crd as crd_module
 from tests.conftest import REPO
-from tests.manifests import INVALID, manifest, with_absolute_dataset_paths
+from tests.manifests import INVALID, VALID, manifest, with_absolute_dataset_paths
 
 
 def create(k8s, namespace, body):
@@ -24,6 +24,13 @@ def test_invalid_manifest_is_refused_naming_the_field(k8s, crd, namespace, case)
         create(k8s, namespace, body)
     assert err.value.status in (400, 422), err.value.body
     assert field in err.value.body, err.value.body
+
+
+@pytest.mark.parametrize("case", list(VALID))
+def test_manifests_both_executors_accept_are_admitted(k8s, crd, namespace, case):
+    client.CustomObjectsApi(k8s).create_namespaced_custom_object(
+        "draftgen.io", "v1alpha1", namespace, "datasetgenerations", VALID[case], field_validation="Strict",
+        dry_run="All")
 
 
 def test_valid_manifest_is_accepted_with_defaults(k8s, crd, namespace):
