@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic.alias_generators import to_camel
+
 from draftgen import api
 from draftgen_contracts import names
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
@@ -195,3 +197,22 @@ def spec_problems(spec: api.DatasetGenerationSpec) -> list[str]:
 def cel_rules() -> list[dict]:
     """The spec's x-kubernetes-validations."""
     return [rule.cel_rule() for rule in SPEC_RULES]
+
+
+def _immutable(model: type, field: str) -> bool:
+    return model.model_fields[field].json_schema_extra is api.IMMUTABLE
+
+
+def immutable_changes(old: api.DatasetGenerationSpec, new: api.DatasetGenerationSpec) -> list[str]:
+    """The fields marked immutable (api.IMMUTABLE, the CRD's `self == oldSelf`) that `new` changes, as
+    the API server names them on an update; a dataset's are compared with the dataset of its name."""
+    message = api.IMMUTABLE["x-kubernetes-validations"][0]["message"]
+    changed = [f"spec.{to_camel(f)}" for f in api.DatasetGenerationSpec.model_fields
+               if _immutable(api.DatasetGenerationSpec, f) and getattr(old, f) != getattr(new, f)]
+    before = {d.name: d for d in old.datasets}
+    for i, d in enumerate(new.datasets):
+        if d.name in before:
+            changed += [f"spec.datasets[{i}].{to_camel(f)}" for f in api.Dataset.model_fields
+                        if _immutable(api.Dataset, f) and getattr(before[d.name], f) != getattr(d, f)]
+    return [f"{field}: {message}" for field in changed]
+

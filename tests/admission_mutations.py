@@ -232,13 +232,16 @@ def _get_or_none(obj: Any, path: tuple) -> Any:
 
 
 @st.composite
-def mutated_manifests(draw) -> tuple[dict, list[str]]:
-    """A base manifest with one to three mutations, and what they were."""
-    manifest = copy.deepcopy(draw(st.sampled_from(BASES)))
+def mutated_manifests(draw, keep_name: bool = False) -> tuple[dict, list[str]]:
+    """A base manifest with one to three mutations, and what they were; `keep_name`: the base's
+    name kept (an update of the object)."""
+    base = draw(st.sampled_from(BASES))
+    manifest = copy.deepcopy(base)
     done = []
     for _ in range(draw(st.integers(1, 3))):
         try:
             done.append(draw(mutation(manifest)))
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):
             done.append("(a mutation that no longer applied)")  # an earlier one replaced its parent
+    manifest["metadata"] = {"name": base["metadata"]["name"] if keep_name else manifest["metadata"]["name"]}
     return manifest, done

@@ -68,6 +68,9 @@ def main(args: argparse.Namespace) -> int:
         except RunRefused as e:
             print(f"draftgen run: {e.stage} failed: {e}", file=sys.stderr)
             return exit_codes.BAD_CONFIG
+        except SpecError as e:  # an update the API server would refuse
+            print(f"draftgen run: {args.spec}: {e}", file=sys.stderr)
+            return exit_codes.BAD_CONFIG
         except Interrupted as e:
             print(f"draftgen run: interrupted ({e}); finished work is stored: rerun the same command to resume",
                   file=sys.stderr)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from draftgen import api, plan, server_keys
+from draftgen import admission, api, plan, server_keys
 from draftgen.conditions import ConditionType, condition
 from draftgen.observed import World
 from draftgen.reasons import Reason
@@ -37,7 +37,7 @@ from .paths import JOBRUNNER, local_path, pod_mounts
 from .pod_process import PodProcess, config_map_folder, pod_process, secret_folder, server_sidecar, with_device
 from .progress_view import ProgressView
 from .server import GenerationServer, ServerFailed, runs_simulator
-from .spec_file import local_spec
+from .spec_file import SpecError, local_spec
 from .state import STATE_FILE, RunState, StateFile, next_generation, spec_digest
 
 NAMESPACE = "local"  # the reconcile's namespace: nothing of a local run is namespaced
@@ -66,6 +66,7 @@ class LocalExecutor:
                  server_url: str | None = None, extract_device: str = "cpu", out=None, err=None):
         self.name = name
         self.requested_replicas = spec.server.replicas
+        self.applied = spec  # as the user wrote it: what a rerun's spec is held to
         self.spec = local_spec(spec)
         self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
         self.out, self.err = out or sys.stdout, err or sys.stderr
@@ -106,16 +107,25 @@ class LocalExecutor:
             raise RunRefused(Component.EXTRACT, f"the model checkpoint {model} is not a directory "
                                         "(spec.model.path under --model-dir)")
 
+    def check_update(self, previous: RunState) -> None:
+        """A rerun is an update of the object: the fields the API server keeps immutable stay as they were."""
+        if previous.spec:
+            changes = admission.immutable_changes(api.DatasetGenerationSpec.model_validate(previous.spec), self.applied)
+            if changes:
+                raise SpecError("\n  ".join(changes))
+
     # ---- the loop ------------------------------------------------------------------------------
 
     def run(self) -> int:
+        previous = self.state_file.load()
+        self.check_update(previous)
         self.check_output()
         self.check_checkpoint()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.coordination = FileCoordinator(self.coordination_dir, 0)
-        previous = self.state_file.load()
         digest = spec_digest(self.spec)
-        self.state = RunState(next_generation(previous, digest), digest, previous.status, previous.completed_jobs)
+        self.state = RunState(next_generation(previous, digest), digest, previous.status, previous.completed_jobs,
+                              self.applied.model_dump(by_alias=True, mode="json"))
         if self.requested_replicas != 1:
             self.say(f"generate: server.replicas={self.requested_replicas} is ignored locally: "
                      "one generate process (replica 0 of 1) against one server")

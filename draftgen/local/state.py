@@ -28,6 +28,7 @@ class RunState:
     spec_digest: str = ""
     status: DatasetGenerationStatus = field(default_factory=DatasetGenerationStatus)
     completed_jobs: dict[str, JobState] = field(default_factory=dict)
+    spec: dict = field(default_factory=dict)  # the spec it ran (as applied): what an update is held to
 
 
 def spec_digest(spec: DatasetGenerationSpec) -> str:
@@ -57,12 +58,14 @@ class StateFile:
         self.written = data
         return RunState(generation=int(data.get("generation", 0)), spec_digest=str(data.get("spec_digest", "")),
                         status=DatasetGenerationStatus.model_validate(data.get("status") or {}),
-                        completed_jobs={n: JobState(**j) for n, j in (data.get("completed_jobs") or {}).items()})
+                        completed_jobs={n: JobState(**j) for n, j in (data.get("completed_jobs") or {}).items()},
+                        spec=data.get("spec") or {})
 
     def save(self, state: RunState) -> None:
         data = {"generation": state.generation, "spec_digest": state.spec_digest,
                 "status": state.status.model_dump(by_alias=True, mode="json"),
-                "completed_jobs": {n: dataclasses.asdict(j) for n, j in state.completed_jobs.items()}}
+                "completed_jobs": {n: dataclasses.asdict(j) for n, j in state.completed_jobs.items()},
+                "spec": state.spec}
         if data != self.written:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomically(self.path, data)

@@ -67,6 +67,16 @@ def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, 
         assert f"{command}: done already (stored output), skipped" in out
     assert files_and_times(root, leave_out="report") == before
 
+    # A rerun is an update of the object: what the API server keeps immutable is refused, naming it.
+    changed = quickstart(budget_tokens=800)
+    changed["spec"]["datasets"][0]["format"] = "parquet"
+    changed["spec"]["model"]["path"] = "another-model"
+    assert draftgen_run(write_spec(tmp_path / "quickstart.yaml", changed), "--data-dir", data_dir,
+                        "--model-dir", model_dir) == 2
+    err = capsys.readouterr().err
+    assert "spec.model: is immutable" in err and "spec.datasets[0].format: is immutable" in err, err
+    assert files_and_times(root, leave_out="report") == before
+
 
 def test_ctrl_c_stops_the_children_and_a_rerun_resumes_without_duplicates(tmp_path, data_dir, model_dir, capsys):
     spec = write_spec(tmp_path / "quickstart.yaml",
