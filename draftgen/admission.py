@@ -1,32 +1,27 @@
-"""The rules a DatasetGeneration must keep beyond its field types: one table, read twice.
+"""The rules a DatasetGeneration must keep beyond its field types: one table of CEL rules.
 
 The API server enforces them at admission, as the CEL rules `draftgen crd` writes into the CRD;
-`draftgen run` enforces them before it starts anything, as the Python predicate beside each rule.
-Both say the same message naming the same field, and tests/local_run/test_admission_rules.py runs
-one table of invalid manifests against both.
+`draftgen run` enforces the same rule texts before it starts anything, evaluated in Python by a CEL
+library (draftgen.cel_rules). Both say the same message naming the same field:
+tests/manifests.py's cases run against both, and tests/operator/test_admission_differential.py holds
+them to one verdict on generated manifests.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic.alias_generators import to_camel
 
 from draftgen import api
+from draftgen.cel_rules import rule_checker
 from draftgen_contracts import names
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
-from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER, sglang_python
-from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, has_one_catch_all
+from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
+from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER
 
-# A Kubernetes quantity as CEL's isQuantity takes it (k8s.io/apimachinery pkg/api/resource
-# quantity.go, parseQuantityString): a sign, a decimal number, then a binary or decimal SI suffix or
-# an exponent; the number may be empty ("we stripped all numerator positions, always return 0"), so
-# "Gi", "m", "." and "+" are quantities (0), while "" and "1e" are not (measured on kube-apiserver
-# 1.36 by the differential admission test).
-QUANTITY = re.compile(r"^(?=.)[+-]?\d*(\.\d*)?(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?\Z")
 DEFAULT_CLASS_NAMES = [c.name for c in DEFAULT_PROMPT_CLASSES]
 
 
@@ -35,14 +30,10 @@ class Rule:
     field_path: str  # where the API server reports it, from the spec (".server.gpusPerReplica")
     message: str
     cel: str
-    holds: Callable[[api.DatasetGenerationSpec], bool]
 
     def cel_rule(self) -> dict:
         return api.cel(self.cel, self.message, field_path=self.field_path)
 
-
-def _class_names(spec: api.DatasetGenerationSpec) -> list[str]:
-    return [c.name for c in spec.prompt_classes]
 
 
 # A path segment ".." (RE2, for CEL, and Python alike; no backslash, which a CEL string would take
@@ -63,99 +54,68 @@ EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
 SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
 
 
-def _climbs(path: str | None) -> bool:
-    return path is not None and re.search(CLIMBS, path) is not None
 
 
-def _in_a_volume(path: str, mount_path: str) -> bool:
-    return not path.startswith("/") or any(path.startswith(m.rstrip("/") + "/") for m in (names.DATA_MOUNT, mount_path))
-
-
-def _classes_fit_the_context(s: api.DatasetGenerationSpec) -> bool:
-    return all(c.max_new_tokens < s.model.context_length for c in s.prompt_classes)
-
-
-def _flag(arg: str) -> str:
-    return arg.split("=", 1)[0]
 
 
 SPEC_RULES = [
     Rule(".server.gpusPerReplica", "server.gpusPerReplica must be a multiple of server.tensorParallelSize",
-         "self.server.gpusPerReplica % self.server.tensorParallelSize == 0",
-         lambda s: s.server.gpus_per_replica % s.server.tensor_parallel_size == 0),
+         "self.server.gpusPerReplica % self.server.tensorParallelSize == 0"),
     Rule(".server.shmSize", "server.shmSize must be a Kubernetes quantity such as 64Gi",
-         "!has(self.server.shmSize) || isQuantity(self.server.shmSize)",
-         lambda s: bool(QUANTITY.match(s.server.shm_size))),
+         "!has(self.server.shmSize) || isQuantity(self.server.shmSize)"),
     Rule(".promptClasses", "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)",
-         "!has(self.promptClasses) || self.promptClasses.filter(c, !has(c.maxPromptTokens)).size() == 1",
-         lambda s: has_one_catch_all(s.prompt_classes)),
+         "!has(self.promptClasses) || self.promptClasses.filter(c, !has(c.maxPromptTokens)).size() == 1"),
     Rule(".datasets", "datasets[].promptClass must name one of promptClasses",
          "self.datasets.all(d, !has(d.promptClass) || (has(self.promptClasses) ? "
-         f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))",
-         lambda s: all(d.prompt_class is None or d.prompt_class in _class_names(s) for d in s.datasets)),
+         f"self.promptClasses.exists(c, c.name == d.promptClass) : d.promptClass in {DEFAULT_CLASS_NAMES}))"),
     Rule(".promptClasses", "promptClasses[].maxNewTokens must be below model.contextLength (the server refuses a "
          "request that cannot fit one prompt token and its max_new_tokens); without promptClasses, the default "
          f"classes ask for up to {LARGEST_DEFAULT_MAX_NEW} new tokens: set promptClasses whose maxNewTokens fit, or "
          f"a model.contextLength above {LARGEST_DEFAULT_MAX_NEW}",
          f"has(self.promptClasses) ? self.promptClasses.all(c, c.maxNewTokens < self.model.contextLength) : "
-         f"{LARGEST_DEFAULT_MAX_NEW} < self.model.contextLength",
-         _classes_fit_the_context),
+         f"{LARGEST_DEFAULT_MAX_NEW} < self.model.contextLength"),
     Rule(".datasets", "datasets[].maxNewTokens must be below model.contextLength",
-         "self.datasets.all(d, !has(d.maxNewTokens) || d.maxNewTokens < self.model.contextLength)",
-         lambda s: all(d.max_new_tokens is None or d.max_new_tokens < s.model.context_length for d in s.datasets)),
+         "self.datasets.all(d, !has(d.maxNewTokens) || d.maxNewTokens < self.model.contextLength)"),
     Rule(".datasets", "datasets[].path must not climb out of the volume with a '..' segment",
-         f"self.datasets.all(d, !d.path.matches('{CLIMBS}'))",
-         lambda s: not any(_climbs(d.path) for d in s.datasets)),
+         f"self.datasets.all(d, !d.path.matches('{CLIMBS}'))"),
     Rule(".datasets", f"datasets[].path, when absolute, must be in the data volume ({names.DATA_MOUNT}/) or the model "
          "volume (model.mountPath): a pod's other files are its secrets and its image",
          f"self.datasets.all(d, !d.path.startsWith('/') || d.path.startsWith('{names.DATA_MOUNT}/') || "
-         "d.path.startsWith(self.model.mountPath.endsWith('/') ? self.model.mountPath : self.model.mountPath + '/'))",
-         lambda s: all(_in_a_volume(d.path, s.model.mount_path) for d in s.datasets)),
+         "d.path.startsWith(self.model.mountPath.endsWith('/') ? self.model.mountPath : self.model.mountPath + '/'))"),
     Rule(".output.path", "output.path must not climb out of the volume with a '..' segment",
-         f"!has(self.output.path) || !self.output.path.matches('{CLIMBS}')",
-         lambda s: not _climbs(s.output.path)),
+         f"!has(self.output.path) || !self.output.path.matches('{CLIMBS}')"),
     Rule(".model.path", "model.path and model.tokenizer must not climb out of the volume with a '..' segment",
-         f"!self.model.path.matches('{CLIMBS}') && (!has(self.model.tokenizer) || !self.model.tokenizer.matches('{CLIMBS}'))",
-         lambda s: not _climbs(s.model.path) and not _climbs(s.model.tokenizer)),
+         f"!self.model.path.matches('{CLIMBS}') && (!has(self.model.tokenizer) || !self.model.tokenizer.matches('{CLIMBS}'))"),
     Rule(".model.mountPath", "model.mountPath must not hold a '..' segment",
-         f"!has(self.model.mountPath) || !self.model.mountPath.matches('{CLIMBS}')",
-         lambda s: not _climbs(s.model.mount_path)),
+         f"!has(self.model.mountPath) || !self.model.mountPath.matches('{CLIMBS}')"),
     Rule(".server.args", f"server.args must not set {', '.join(OWN_SERVER_FLAGS)}: draftgen sets them from the spec",
-         f"!has(self.server.args) || !self.server.args.exists(a, a.split('=')[0] in {json.dumps(OWN_SERVER_FLAGS)})",
-         lambda s: not any(_flag(a) in OWN_SERVER_FLAGS for a in s.server.args)),
+         f"!has(self.server.args) || !self.server.args.exists(a, a.split('=')[0] in {json.dumps(OWN_SERVER_FLAGS)})"),
     Rule(".server.nodeSelector", "server.nodeSelector keys must be qualified names and its values label values",
          f"!has(self.server.nodeSelector) || self.server.nodeSelector.all(k, k.matches('{QUALIFIED_NAME}') && "
-         f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))",
-         lambda s: all(re.match(QUALIFIED_NAME, k) and re.match(LABEL_VALUE, v) for k, v in s.server.node_selector.items())),
+         f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))"),
     Rule(".atBudget", "atBudget: cut keeps the responses cut at the budget, which merge.truncated: drop would "
          "remove, leaving every dataset short of its budget: use atBudget: abort, or merge.truncated: mark or keep",
          "(has(self.atBudget) ? self.atBudget : 'cut') != 'cut' || !has(self.merge) || "
-         "!has(self.merge.truncated) || self.merge.truncated != 'drop'",
-         lambda s: s.at_budget != "cut" or s.merge.truncated != "drop"),
+         "!has(self.merge.truncated) || self.merge.truncated != 'drop'"),
     Rule(".extraction.layers", "extraction.layers must be >= 0",
-         "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)",
-         lambda s: all(layer >= 0 for layer in s.extraction.layers or [])),
+         "!has(self.extraction) || !has(self.extraction.layers) || self.extraction.layers.all(l, l >= 0)"),
     Rule(".extraction.backend", "extraction.backend: sglang runs jobrunner with the server's Python: "
          f"server.command must end with {' '.join(SGLANG_LAUNCHER)}",
          f"{SGLANG_BACKEND_CEL} || !has(self.server.command) || (self.server.command.size() > 2 && "
          f"self.server.command[self.server.command.size() - 2] == '{SGLANG_LAUNCHER[0]}' && "
-         f"self.server.command[self.server.command.size() - 1] == '{SGLANG_LAUNCHER[1]}')",
-         lambda s: s.extraction.backend != "sglang" or sglang_python(s.server.command) is not None),
+         f"self.server.command[self.server.command.size() - 1] == '{SGLANG_LAUNCHER[1]}')"),
     Rule(".extraction.gpus", "extraction.gpus must equal server.tensorParallelSize with extraction.backend: sglang "
          "(one rank per GPU), or be 0 with server.tensorParallelSize 1 (the CPU)",
          f"{SGLANG_BACKEND_CEL} || (has(self.extraction.gpus) ? self.extraction.gpus : {EXTRACTION_GPUS}) == "
          f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) || "
          f"((has(self.extraction.gpus) ? self.extraction.gpus : {EXTRACTION_GPUS}) == 0 && "
-         f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) == 1)",
-         lambda s: s.extraction.backend != "sglang" or s.extraction.gpus == s.server.tensor_parallel_size
-         or (s.extraction.gpus == 0 and s.server.tensor_parallel_size == 1)),
+         f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) == 1)"),
     Rule(".extraction.exports", "extraction.exports: " + ", ".join(
              f"{kind} trains on the {state} final state (extraction.finalState: {state})"
              for kind, state in EXPORT_FINAL_STATE.items()),
          "!has(self.extraction) || !has(self.extraction.exports) || self.extraction.exports.all(e, " + " || ".join(
              f"(e == '{kind}' && (has(self.extraction.finalState) ? self.extraction.finalState : 'post-norm') == '{state}')"
-             for kind, state in EXPORT_FINAL_STATE.items()) + ")",
-         lambda s: all(EXPORT_FINAL_STATE[e] == s.extraction.final_state for e in s.extraction.exports)),
+             for kind, state in EXPORT_FINAL_STATE.items()) + ")"),
 ]
 
 NAME_RULE = api.cel(f"self.size() <= {names.MAX_NAME_LENGTH}",
@@ -167,7 +127,7 @@ def name_problem(name: object) -> str | None:
     """What the API server says of a metadata.name: a DNS subdomain, and our length limit."""
     if not isinstance(name, str) or not names.NAME_PATTERN.match(name):
         return f"metadata.name: {name!r} must be a lowercase DNS name"
-    if len(name) > names.MAX_NAME_LENGTH:
+    if not rule_checker(self=name)(NAME_RULE["rule"]):
         return f"metadata.name: {NAME_RULE['message']}"
     return None
 
@@ -188,10 +148,17 @@ def duplicate_values(field: str, values: list[str]) -> list[str]:
 def spec_problems(spec: api.DatasetGenerationSpec) -> list[str]:
     """Every rule the spec breaks, as "spec<field>: <message>"."""
     duplicates = [*duplicate_keys("datasets", [d.name for d in spec.datasets]),
-                  *duplicate_keys("promptClasses", _class_names(spec)),
+                  *duplicate_keys("promptClasses", [c.name for c in spec.prompt_classes]),
                   *duplicate_values("merge.exports", list(spec.merge.exports)),
                   *duplicate_values("extraction.exports", list(spec.extraction.exports))]
-    return duplicates or [f"spec{rule.field_path}: {rule.message}" for rule in SPEC_RULES if not rule.holds(spec)]
+    holds = rule_checker(self=as_applied(spec))
+    return duplicates or [f"spec{rule.field_path}: {rule.message}" for rule in SPEC_RULES if not holds(rule.cel)]
+
+
+def as_applied(value: Any) -> Any:
+    """A spec (or a part of one) as a CEL rule sees it on the API server: camelCase JSON with the
+    defaults applied and no nulls."""
+    return value.model_dump(by_alias=True, mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
 
 
 def cel_rules() -> list[dict]:
@@ -206,13 +173,20 @@ def _immutable(model: type, field: str) -> bool:
 def immutable_changes(old: api.DatasetGenerationSpec, new: api.DatasetGenerationSpec) -> list[str]:
     """The fields marked immutable (api.IMMUTABLE, the CRD's `self == oldSelf`) that `new` changes, as
     the API server names them on an update; a dataset's are compared with the dataset of its name."""
-    message = api.IMMUTABLE["x-kubernetes-validations"][0]["message"]
     changed = [f"spec.{to_camel(f)}" for f in api.DatasetGenerationSpec.model_fields
-               if _immutable(api.DatasetGenerationSpec, f) and getattr(old, f) != getattr(new, f)]
+               if _immutable(api.DatasetGenerationSpec, f) and _changes(getattr(old, f), getattr(new, f))]
     before = {d.name: d for d in old.datasets}
     for i, d in enumerate(new.datasets):
         if d.name in before:
             changed += [f"spec.datasets[{i}].{to_camel(f)}" for f in api.Dataset.model_fields
-                        if _immutable(api.Dataset, f) and getattr(before[d.name], f) != getattr(d, f)]
-    return [f"{field}: {message}" for field in changed]
+                        if _immutable(api.Dataset, f) and _changes(getattr(before[d.name], f), getattr(d, f))]
+    return [f"{field}: {IMMUTABLE_RULE['message']}" for field in changed]
+
+
+IMMUTABLE_RULE = api.IMMUTABLE["x-kubernetes-validations"][0]
+
+
+def _changes(old: Any, new: Any) -> bool:
+    """Whether the CRD's transition rule refuses going from `old` to `new`."""
+    return not rule_checker(self=as_applied(new), oldSelf=as_applied(old))(IMMUTABLE_RULE["rule"])
 

@@ -1,8 +1,9 @@
 """The two executors of admission held to one verdict on generated manifests: the real API server
 (the CRD's schema and CEL rules, strict field validation, a server-side dry run) and `draftgen run`'s
-check (pydantic and draftgen.admission). Each manifest is a mutation of the quickstart or the Kimi
-example (tests/admission_mutations.py); both must accept it, or both refuse it naming a common field.
-Seeded; hypothesis shrinks a disagreement to a minimal manifest. `make test SLOW=1` runs 10x more."""
+check (pydantic, and the same CEL rules evaluated by draftgen.cel_rules). Each manifest is a
+mutation of the quickstart or the Kimi example (draftgen_dev.manifest_mutations); both must accept
+it, or both refuse it naming a common field. Seeded; hypothesis shrinks a disagreement to a minimal
+manifest. `make test SLOW=1` runs 10x more."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kubernetes import client
 from draftgen import admission
 from draftgen.local.spec_file import SpecError, parse_object
 from draftgen_contracts import names
-from tests.admission_mutations import BASES, mutated_manifests
+from draftgen_dev.manifest_mutations import BASES, mutated_manifests
 
 EXAMPLES = 2000
 UPDATES = 500

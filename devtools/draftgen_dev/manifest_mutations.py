@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from draftgen.local.spec_file import dataset_generation
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CRD = yaml.safe_load((REPO / "crds" / "datasetgenerations.draftgen.io.yaml").read_text())
 ROOT_SCHEMA = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
