@@ -233,6 +233,10 @@ class Extraction(Model):
             "post-norm, speculators pre-norm (docs/formats.md#state-exports)."))
     gpus: int = Field(8, ge=0, le=64, description="nvidia.com/gpu of the extraction pod.")
     resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
+    expected_tokens_per_second: float = Field(10000.0, gt=0, description=(
+        "Corpus tokens/s the extraction pod is expected to read: the estimate's extraction rate (default: "
+        "the 10,000 tokens/s per 8-GPU node the SGLang backend is sized for, not yet measured on a GPU; "
+        "bench/extraction_gpu.py measures a card's)."))
 
 
 class DatasetGenerationSpec(Model):
@@ -320,6 +324,9 @@ class Estimate(Model):
     generation_hours: float = Field(0.0, description="Generation time left at the rate.")
     generation_ends: str | None = Field(None, description="Projected end of generation (measured rate only).")
     gpu_hours: float = Field(0.0, description="GPU-hours of the whole generation at the rate (loading excluded).")
+    extraction_hours: float = Field(0.0, description=(
+        "Extraction time at spec.extraction.expectedTokensPerSecond over the tokens it stores (0 with it off)."))
+    extraction_gpu_hours: float = Field(0.0, description="extractionHours x extraction.gpus.")
     datasets: list[DatasetEstimate] = Field(default_factory=list,
                                             json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     assumptions: str = ""

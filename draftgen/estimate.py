@@ -1,5 +1,6 @@
 """The run's estimate: the tokens it will generate, the corpus and hidden-state bytes extraction will
-store, the GPU-hours and the end of generation (docs/preflight.md#the-estimate). Pure.
+store, the GPU-hours of generation and extraction and the end of generation
+(docs/preflight.md#the-estimate). Pure.
 
 Before the first responses, a dataset's response length is the stated prior (the preflight's rows x
 PRIOR_RESPONSE_FRACTION of their max new tokens) and the rate is spec.server.expectedTokensPerSecond
@@ -107,12 +108,14 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     hours = left / rate / 3600
     ends = iso_after(now, hours * 3600) if basis == "measured" and left else None
     gpus = spec.server.replicas * spec.server.gpus_per_replica
+    extraction_hours = stored / spec.extraction.expected_tokens_per_second / 3600 if spec.extraction.enabled else 0.0
     return Estimate(
         response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),
         corpus_tokens=int(prompts) + response,
         hidden_state_bytes=states, hidden_state_size=human_bytes(states) if states else "",
         tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
-        gpu_hours=round(to_generate / rate / 3600 * gpus, 1), datasets=per_dataset,
+        gpu_hours=round(to_generate / rate / 3600 * gpus, 1), extraction_hours=round(extraction_hours, 2),
+        extraction_gpu_hours=round(extraction_hours * spec.extraction.gpus, 1), datasets=per_dataset,
         assumptions=assumptions(spec, preflight, hidden_size, aux, rate, basis))
 
 
@@ -125,6 +128,8 @@ def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden
     if spec.extraction.enabled:
         said.append(f"hidden size {hidden_size}, {aux} aux layers + final state, {spec.extraction.dtype}"
                     if hidden_size else "hidden size unknown until the preflight reads config.json")
+        said.append(f"extraction at {spec.extraction.expected_tokens_per_second:,.0f} tokens/s "
+                    "(spec.extraction.expectedTokensPerSecond)")
     said.append("before the merge's dedupe and truncation policy; server loading time excluded")
     return "; ".join(said)
 

@@ -42,6 +42,9 @@ def test_with_the_preflight_the_corpus_counts_prompt_tokens_and_the_model_sizes_
     # The prior is 500 tokens a response: 200 samples, each with its 200-token prompt.
     assert a.samples == 200 and e.prompt_tokens == 40_000 and e.corpus_tokens == 140_000
     assert e.hidden_state_bytes == 140_000 * bytes_per_token(64, 3, "bf16") and e.hidden_state_size == "72.9 MB"
+    # The extraction reads what it stores at its expected 10,000 tokens/s, on its 8 GPUs.
+    assert e.extraction_hours == round(140_000 / 10_000 / 3600, 2) and "extraction at 10,000 tokens/s" in e.assumptions
+    assert e.extraction_gpu_hours == round(140_000 / 10_000 / 3600 * 8, 1)
 
 
 def test_measured_lengths_replace_the_prior_once_enough_responses_exist():
@@ -96,7 +99,8 @@ def test_a_sample_cap_and_the_extraction_length_limit_bound_what_is_stored():
 
 def test_without_extraction_no_state_bytes():
     plain = SpecBuilder().dataset("a", budget=100_000).spec()
-    assert estimate(plain, found(), [], None, NOW, hidden_size=64).hidden_state_bytes == 0
+    e = estimate(plain, found(), [], None, NOW, hidden_size=64)
+    assert e.hidden_state_bytes == 0 and e.extraction_hours == 0 and e.extraction_gpu_hours == 0
 
 
 # The Kimi-K2.5 example (examples/kimi-k25-eagle3.yaml) before its first response: the model's facts
@@ -129,7 +133,8 @@ def estimate_table(e) -> str:
             ("prompt tokens", f"{e.prompt_tokens:,}"),
             ("corpus tokens", f"{e.corpus_tokens:,}"), ("hidden-state bytes", f"{e.hidden_state_bytes:,} ({e.hidden_state_size})"),
             ("rate", f"{e.tokens_per_second:,.0f} tokens/s ({e.rate_basis})"),
-            ("generation", f"{e.generation_hours} h, {e.gpu_hours} GPU-hours")]
+            ("generation", f"{e.generation_hours} h, {e.gpu_hours} GPU-hours"),
+            ("extraction", f"{e.extraction_hours} h, {e.extraction_gpu_hours} GPU-hours")]
     return "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
