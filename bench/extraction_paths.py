@@ -87,19 +87,6 @@ def batches(prompts: list[list[int]], size: int) -> list[list[list[int]]]:
 
 # ---- path A: a server in capture mode, over HTTP ---------------------------------------------
 
-def cpu_of_tree(pid: int) -> float:
-    import psutil
-
-    root = psutil.Process(pid)
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
 
 def generate(server, ids: list[int]) -> bytes:
     status, body = server.post("/generate", {"input_ids": ids, "return_hidden_states": True,
@@ -130,11 +117,11 @@ def run_http(work: Path, model: Path, prompts: list[list[int]], concurrency: int
         startup = time.monotonic() - started
         warm = states_of(generate(server, prompts[0]))
         shape = shape_of(warm)
-        server_cpu, client_cpu, t0 = cpu_of_tree(server.proc.pid), time.process_time(), time.perf_counter()
+        server_cpu, client_cpu, t0 = server.cpu_seconds(), time.process_time(), time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
             bodies = list(pool.map(lambda ids: generate(server, ids), prompts))
         wall = time.perf_counter() - t0
-        server_cpu, client_cpu = cpu_of_tree(server.proc.pid) - server_cpu, time.process_time() - client_cpu
+        server_cpu, client_cpu = server.cpu_seconds() - server_cpu, time.process_time() - client_cpu
     except Exception:
         print(f"{name} server log, tail:\n{short_lines(server.log_tail())}", file=sys.stderr)
         raise

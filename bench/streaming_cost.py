@@ -29,8 +29,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import psutil
-
 from draftgen_dev.demo_assets import build_model
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import RealSGLang
@@ -42,18 +40,6 @@ VARIANTS = (("plain", (), None),
             ("every 50", (), {"stream_interval": 50}),
             ("plain, again", (), None),  # the noise between runs of one variant
             ("every token, deltas", ("--incremental-streaming-output",), {}))
-
-
-def cpu_of_tree(pid: int) -> float:
-    root = psutil.Process(pid)
-    total = 0.0
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 def client_cpu() -> float:
@@ -73,9 +59,9 @@ def serve(server: RealSGLang, model: Path, work: Path, name: str, stream: dict |
     else:  # the whole sampling_params, since the client's own would be replaced by the extra body
         params = {"temperature": 0.0, "max_new_tokens": args.output_len, "ignore_eos": True, **stream}
         command += ["--extra-request-body", json.dumps({"sampling_params": params})]
-    server_before, client_before = cpu_of_tree(server.proc.pid), client_cpu()
+    server_before, client_before = server.cpu_seconds(), client_cpu()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=open(work / f"{result.stem}.log", "wb"))
-    server_cpu, used = cpu_of_tree(server.proc.pid) - server_before, client_cpu() - client_before
+    server_cpu, used = server.cpu_seconds() - server_before, client_cpu() - client_before
     measured = json.loads(result.read_text().splitlines()[-1])
     tokens = measured["total_output_tokens"]
     return {"variant": name, "tps": measured["output_throughput"], "tokens": tokens,

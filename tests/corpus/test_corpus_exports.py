@@ -8,18 +8,15 @@ import pytest
 import torch
 
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus, exports, merge
+from jobrunner import corpus, exports
 from jobrunner.extract import extract
 from jobrunner.hidden_states.store import load_sample
-from tests.corpus.conftest import synthetic_generation
+from tests.corpus.conftest import merged_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gen")
-    synthetic_generation(root, rows=12)
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=0.3, shard_records=10), log=lambda *_: None)
-    return root / "corpus"
+    return merged_corpus(tmp_path_factory.mktemp("gen"), rows=12, eval_fraction=0.3, shard_records=10)
 
 
 def test_parquet_holds_the_corpus(corpus_dir):

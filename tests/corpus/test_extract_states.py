@@ -15,13 +15,13 @@ import torch
 
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus, merge
+from jobrunner import corpus
 from jobrunner.cli import main as cli_main
 from jobrunner.extract import extract
 from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
-from tests.corpus.conftest import synthetic_generation
+from tests.corpus.conftest import merged_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = dict(log=lambda *_: None)
@@ -34,10 +34,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def corpus_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gen")
-    synthetic_generation(root, rows=30)
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=0.2, shard_records=25), **QUIET)
-    return root / "corpus"
+    return merged_corpus(tmp_path_factory.mktemp("gen"), rows=30)
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ from draftgen_contracts import exit_codes
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import CPU_ENV
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import merge
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
-from tests.corpus.conftest import synthetic_generation
+from tests.corpus.conftest import merged_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 # What the CPU needs of SGLang for this model (the server's own flags, as spec.server.args passes them).
@@ -39,10 +38,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def corpus_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gen")
-    synthetic_generation(root, rows=20)
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=0.2, shard_records=25), log=lambda *_: None)
-    return root / "corpus"
+    return merged_corpus(tmp_path_factory.mktemp("gen"), rows=20)
 
 
 def sglang_extract(corpus_dir, out, model_dir, *args: str, env: dict[str, str] | None = None):

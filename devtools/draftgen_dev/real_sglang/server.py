@@ -126,6 +126,20 @@ class RealSGLang(HTTPEndpoint):
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the server and every process under it (scheduler, detokenizer), so far."""
+        import psutil
+
+        root = psutil.Process(self.proc.pid)
+        total = 0.0
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                times = p.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
 
