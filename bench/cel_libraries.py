@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from draftgen import api  # noqa: E402
 from draftgen.admission import SPEC_RULES, as_applied  # noqa: E402
 from draftgen.cel_rules import is_quantity, split  # noqa: E402
-from draftgen.local.spec_file import SPEC_SCHEMA, beyond_64_bits, without_nulls  # noqa: E402
+from draftgen.local.spec_file import SPEC_SCHEMA, as_the_api_server_reads  # noqa: E402
 from draftgen_contracts import names  # noqa: E402
 
 
@@ -87,11 +87,12 @@ def generated_specs(examples: int) -> list[api.DatasetGenerationSpec]:
     @given(mutated_manifests())
     def collect(case):
         manifest, _ = case
+        read, refused = as_the_api_server_reads(manifest["spec"], SPEC_SCHEMA)
         try:
-            spec = api.DatasetGenerationSpec.model_validate(without_nulls(manifest["spec"], SPEC_SCHEMA), strict=True)
+            spec = api.DatasetGenerationSpec.model_validate(read, strict=True)
         except (ValidationError, TypeError):
             return
-        if not beyond_64_bits(manifest["spec"], SPEC_SCHEMA, "spec"):  # a type the API server refuses
+        if not refused:  # an integer beyond 64 bits: a type the API server refuses before any rule
             specs.append(spec)
 
     collect()

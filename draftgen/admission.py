@@ -135,11 +135,10 @@ def name_problem(name: object) -> str | None:
 def duplicate_keys(field: str, keys: list[str]) -> list[str]:
     """A list-map's repeated keys, as the API server names them (the CRD's x-kubernetes-list-map-keys
     make it refuse them, before any CEL rule runs)."""
-    return [f"spec.{field}[{i}]: Duplicate value: {json.dumps({'name': key})}" for i, key in enumerate(keys)
-            if key in keys[:i]]
+    return duplicate_values(field, [{"name": key} for key in keys])
 
 
-def duplicate_values(field: str, values: list[str]) -> list[str]:
+def duplicate_values(field: str, values: list) -> list[str]:
     """A set-list's repeated values, as the API server names them (x-kubernetes-list-type: set)."""
     return [f"spec.{field}[{i}]: Duplicate value: {json.dumps(value)}" for i, value in enumerate(values)
             if value in values[:i]]

@@ -146,26 +146,28 @@ def _check_values(value: Any) -> None:
 
 
 def _loads(text: str | bytes) -> Any:
-    """JSON text as a value whose depth and strings _check_values has passed."""
+    """JSON text as a value; too deep for Python's json (RecursionError) is `too_deep`. The value's
+    depth and strings are checked by parse_row and parse_trace, once per row."""
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise RowError("too_deep", f"nested deeper than {MAX_DEPTH}") from None
     except ValueError as e:
         raise RowError("bad_json", str(e)[:200]) from None
-    _check_values(value)
-    return value
 
 
 def _maybe_json(value: Any) -> Any:
-    """Parquet datasets often store nested columns as JSON strings."""
+    """Parquet datasets often store nested columns as JSON strings (checked here: the row's check
+    saw them as strings)."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return _loads(value)
+            parsed = _loads(value)
         except RowError as e:
             if e.reason == "bad_json":
                 raise RowError("bad_json", "nested JSON string does not parse") from None
             raise
+        _check_values(parsed)
+        return parsed
     return value
 
 
@@ -238,12 +240,12 @@ def parse_row(row: int, obj: Any, pretokenized: bool = False) -> DatasetRow:
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
-        _check_values(obj)
         if pretokenized or "input_ids" in obj and obj["input_ids"] is not None:
             ids = obj.get("input_ids")
             if not isinstance(ids, list) or not ids or not all(type(t) is int and t >= 0 for t in ids):
                 raise RowError("bad_input_ids", "input_ids must be a non-empty list of non-negative ints")
             return Pretokenized(row, ids)
+        _check_values(obj)  # what goes on to the chat template and the writer (token ids are checked above)
         tools = _maybe_json(obj.get("tools")) or None
         if tools is not None and not isinstance(tools, list):
             raise RowError("unknown_shape", "tools is not a list")
@@ -298,7 +300,6 @@ def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
-        _check_values(obj)
         finish = obj.get("finish_reason") or "stop"
         if finish not in ("stop", "length"):
             raise RowError("unknown_shape", f"finish_reason {finish!r}: expected stop or length")
@@ -309,6 +310,7 @@ def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
             ids = _ids(obj["input_ids"], "input_ids")
             start = _response_span(ids, obj)
             return Trace(row, ids[:start], ids[start:], finish_reason=finish)
+        _check_values(obj)
         tools = _maybe_json(obj.get("tools")) or None
         if obj.get("messages") is not None:
             messages = _openai_messages(obj["messages"])
@@ -380,18 +382,23 @@ def _open_parquet(path: Path):
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as e:
         raise DatasetRefused(path, f"not a readable Parquet file ({str(e)[:200]})") from None
+    if (reason := _unsafe_to_read(pf)) is not None:
+        pf.close()
+        raise DatasetRefused(path, reason)
+    return pf
+
+
+def _unsafe_to_read(pf) -> str | None:
+    """Why a Parquet file is not read: no column of a known shape, or a row group too large to hold."""
     columns = pf.schema_arrow.names
     if not set(columns) & set(KNOWN_COLUMNS):
-        pf.close()
-        raise DatasetRefused(path, f"its columns {columns[:12]} hold none of {list(KNOWN_COLUMNS)}")
+        return f"its columns {columns[:12]} hold none of {list(KNOWN_COLUMNS)}"
     for group in range(pf.metadata.num_row_groups):
         size = pf.metadata.row_group(group).total_byte_size
         if size > MAX_ROW_GROUP_BYTES:
-            pf.close()
-            raise DatasetRefused(
-                path, f"row group {group} holds {size} bytes (at most {MAX_ROW_GROUP_BYTES} are read at once); "
-                "write it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=1000))")
-    return pf
+            return (f"row group {group} holds {size} bytes (at most {MAX_ROW_GROUP_BYTES} are read at once); "
+                    "write it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=1000))")
+    return None
 
 
 def _batch_rows(pf) -> int:

@@ -125,7 +125,7 @@ class LocalExecutor:
         self.coordination = FileCoordinator(self.coordination_dir, 0)
         digest = spec_digest(self.spec)
         self.state = RunState(next_generation(previous, digest), digest, previous.status, previous.completed_jobs,
-                              self.applied.model_dump(by_alias=True, mode="json"))
+                              admission.as_applied(self.applied))
         if self.requested_replicas != 1:
             self.say(f"generate: server.replicas={self.requested_replicas} is ignored locally: "
                      "one generate process (replica 0 of 1) against one server")

@@ -41,13 +41,13 @@ def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
     if not isinstance(obj.get("spec"), dict):
         problems.append("spec: required, a mapping")
     else:
-        wide = beyond_64_bits(obj["spec"], SPEC_SCHEMA, "spec")
+        read, wide = as_the_api_server_reads(obj["spec"], SPEC_SCHEMA)
         try:
             # strict: the API server takes no "0.7" for a number, nor "5" for an integer
-            spec = api.DatasetGenerationSpec.model_validate(without_nulls(obj["spec"], SPEC_SCHEMA), strict=True)
+            spec = api.DatasetGenerationSpec.model_validate(read, strict=True)
         except ValidationError as e:
             problems += error_lines(e, "spec")
-        if wide:  # the API server reads such a number as a float: never a valid integer
+        if wide:  # never a valid integer: no rule is evaluated on it
             problems, spec = problems + wide, None
     if spec is not None:
         problems += admission.spec_problems(spec)
@@ -56,30 +56,42 @@ def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
     return name, spec
 
 
-def beyond_64_bits(value, schema: dict, path: str) -> list[str]:
-    """The integer fields whose value does not fit in 64 bits, as the API server names them."""
+def as_the_api_server_reads(value, schema: dict, path: str = "spec") -> tuple[object, list[str]]:
+    """The value as the API server validates it, and what it refuses in it before any rule: a null
+    where the schema names a field is dropped (then defaulted or missing: it prunes the nulls of
+    non-nullable fields; free-form objects are kept), and an integer beyond 64 bits is refused (it
+    reads one as a float)."""
     if isinstance(value, dict) and "properties" in schema:
-        return [p for k, v in value.items() if k in schema["properties"]
-                for p in beyond_64_bits(v, schema["properties"][k], f"{path}.{k}")]
+        known, kept, problems = schema["properties"], {}, []
+        for k, v in value.items():
+            if k not in known:
+                kept[k] = v
+            elif v is not None:
+                kept[k], found = as_the_api_server_reads(v, known[k], f"{path}.{k}")
+                problems += found
+        return kept, problems
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [p for i, v in enumerate(value) for p in beyond_64_bits(v, schema["items"], f"{path}[{i}]")]
+        read = [as_the_api_server_reads(v, schema["items"], f"{path}[{i}]") for i, v in enumerate(value)]
+        return [v for v, _ in read], [p for _, found in read for p in found]
     if schema.get("type") == "integer" and type(value) is int and not -2**63 <= value < 2**63:
-        return [f"{path}: must be of type integer (a 64-bit one)"]
-    return []
+        return value, [f"{path}: must be of type integer (a 64-bit one)"]
+    return value, []
+def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:
+    try:
+        documents = list(yaml.safe_load_all(Path(path).read_text()))
+    except OSError as e:
+        raise SpecError(f"{path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    try:
+        return parse_object(dataset_generation(documents))
+    except SpecError as e:
+        raise SpecError(f"{path}: {e}") from None
 
 
-def without_nulls(value, schema: dict):
-    """The value as the API server validates it: a null where the schema names a field is dropped
-    (then defaulted or missing), as it prunes nulls of non-nullable fields; free-form objects are kept."""
-    if isinstance(value, dict) and "properties" in schema:
-        known = schema["properties"]
-        return {k: (without_nulls(v, known[k]) if k in known else v) for k, v in value.items()
-                if not (v is None and k in known)}
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [without_nulls(v, schema["items"]) for v in value]
-    return value
-
-
+def local_spec(spec: api.DatasetGenerationSpec) -> api.DatasetGenerationSpec:
+    """The spec as run here: one generate process, replica 0 of 1, against one server."""
+    return spec.model_copy(update={"server": spec.server.model_copy(update={"replicas": 1})})
 def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:
     try:
         documents = list(yaml.safe_load_all(Path(path).read_text()))

@@ -77,6 +77,9 @@ def test_each_route_takes_the_key_the_real_server_takes_and_refuses_alike(keyed_
     assert (real[("POST", "/abort_request", "api")], real[("POST", "/abort_request", "admin")]) == (401, 200)
     assert (real[("GET", "/ping", "none")], real[("POST", "/generate", "admin")]) == (401, 401)
     assert seen["real"][("POST", "/generate", "none")] == (401, b'{"error":"Unauthorized"}')
+    # And its start-up log prints both keys: pod-log access is key access (docs/security.md).
+    log = keyed_servers[1].log_path.read_text(errors="replace")
+    assert KEYS.api_key in log and KEYS.admin_api_key in log
 
 
 def test_generate_runs_through_the_keys_cuts_included_and_never_writes_them(keyed_servers, real_model, tmp_path):
