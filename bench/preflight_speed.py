@@ -46,7 +46,7 @@ def main() -> int:
             "datasets": [{"name": n, "path": str(p), "budget_tokens": 20000} for n, p in paths.items()]})
         findings = run_preflight(config, str(model))
         assert findings.problem is None, findings.problem
-        rows = findings.rows
+        rows = sum(d.rows for d in findings.datasets)
         tokenizer = load_tokenizer(model)
         conversations = [r for p in paths.values() for r in read_rows(p) if isinstance(r, Conversation)]
 
