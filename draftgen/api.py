@@ -324,12 +324,27 @@ class Estimate(Model):
     generation_hours: float = Field(0.0, description="Generation time left at the rate.")
     generation_ends: str | None = Field(None, description="Projected end of generation (measured rate only).")
     gpu_hours: float = Field(0.0, description="GPU-hours of the whole generation at the rate (loading excluded).")
+    extraction_tokens_per_second: float = Field(0.0, description=(
+        "Tokens/s of the extraction pod: its measured rate once it reports one, else "
+        "spec.extraction.expectedTokensPerSecond (0 with extraction off)."))
+    extraction_rate_basis: Literal["expected", "measured"] = "expected"
     extraction_hours: float = Field(0.0, description=(
-        "Extraction time at spec.extraction.expectedTokensPerSecond over the tokens it stores (0 with it off)."))
+        "Extraction time of the tokens it stores at extractionTokensPerSecond (0 with it off)."))
     extraction_gpu_hours: float = Field(0.0, description="extractionHours x extraction.gpus.")
     datasets: list[DatasetEstimate] = Field(default_factory=list,
                                             json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     assumptions: str = ""
+
+
+class ExtractionStatus(Model):
+    """The extraction pod's last report (draftgen_contracts.extraction_progress)."""
+
+    tokens: int = Field(0, description="Tokens whose states are stored (on disk, resumed runs included).")
+    samples: int = Field(0, description="Samples whose states are stored.")
+    corpus_tokens: int = Field(0, description="Tokens of the corpus it reads (before maxLength's truncation and skips).")
+    tokens_per_second: float = Field(0.0, description="Tokens extracted per second since its model was loaded.")
+    finished: bool = False
+    report_time: str | None = Field(None, description="When the pod wrote the report.")
 
 
 class Preflight(Model):
@@ -373,3 +388,4 @@ class DatasetGenerationStatus(Model):
     completion_time: str | None = None
     estimate: Estimate | None = None
     preflight: Preflight | None = None
+    extraction: ExtractionStatus | None = Field(None, description="Set once the extraction pod reports.")

@@ -5,7 +5,8 @@ store, the GPU-hours of generation and extraction and the end of generation
 Before the first responses, a dataset's response length is the stated prior (the preflight's rows x
 PRIOR_RESPONSE_FRACTION of their max new tokens) and the rate is spec.server.expectedTokensPerSecond
 per replica; from MEASURED_AFTER_SAMPLES responses on, the dataset's own mean replaces the prior,
-and once the replicas report a rate it replaces the expected one.
+and once the replicas report a rate it replaces the expected one. Extraction likewise: its rate is
+spec.extraction.expectedTokensPerSecond until the extraction pod reports the rate it measures.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, Dataset
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 from draftgen_contracts.timestamps import iso_after
 
-from .api import Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, Preflight
+from .api import (Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, ExtractionStatus,
+                  Preflight)
 
 # Fewer responses than this say more about which finish first (the short ones) than about the mean.
 MEASURED_AFTER_SAMPLES = 20
@@ -83,8 +85,19 @@ def run_rate(spec: DatasetGenerationSpec, datasets: list[DatasetStatus], previou
     return spec.server.expected_tokens_per_second * spec.server.replicas, "expected"
 
 
+def extraction_rate(spec: DatasetGenerationSpec, extraction: ExtractionStatus | None) -> tuple[float, str]:
+    """Tokens/s of the extraction pod: what it measured on this hardware, model and backend, else
+    what the spec expects (0 with extraction off)."""
+    if not spec.extraction.enabled:
+        return 0.0, "expected"
+    if extraction is not None and extraction.tokens_per_second > 0:
+        return extraction.tokens_per_second, "measured"
+    return spec.extraction.expected_tokens_per_second, "expected"
+
+
 def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets: list[DatasetStatus],
-             previous: Estimate | None, now: str, hidden_size: int | None = None) -> Estimate:
+             previous: Estimate | None, now: str, hidden_size: int | None = None,
+             extraction: ExtractionStatus | None = None) -> Estimate:
     """The estimate as of `now` (RFC 3339). Without the model's hidden size (no preflight yet) none of
     hidden-state bytes is claimed."""
     found = {d.name: d for d in preflight.datasets} if preflight else {}
@@ -108,19 +121,22 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     hours = left / rate / 3600
     ends = iso_after(now, hours * 3600) if basis == "measured" and left else None
     gpus = spec.server.replicas * spec.server.gpus_per_replica
-    extraction_hours = stored / spec.extraction.expected_tokens_per_second / 3600 if spec.extraction.enabled else 0.0
+    extraction_tps, extraction_basis = extraction_rate(spec, extraction)
+    extraction_hours = stored / extraction_tps / 3600 if extraction_tps else 0.0
     return Estimate(
         response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),
         corpus_tokens=int(prompts) + response,
         hidden_state_bytes=states, hidden_state_size=human_bytes(states) if states else "",
         tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
-        gpu_hours=round(to_generate / rate / 3600 * gpus, 1), extraction_hours=round(extraction_hours, 2),
+        gpu_hours=round(to_generate / rate / 3600 * gpus, 1), extraction_tokens_per_second=round(extraction_tps, 1),
+        extraction_rate_basis=extraction_basis, extraction_hours=round(extraction_hours, 2),
         extraction_gpu_hours=round(extraction_hours * spec.extraction.gpus, 1), datasets=per_dataset,
-        assumptions=assumptions(spec, preflight, hidden_size, aux, rate, basis))
+        assumptions=assumptions(spec, preflight, hidden_size, aux, (rate, basis), (extraction_tps, extraction_basis)))
 
 
 def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden_size: int | None, aux: int,
-                rate: float, basis: str) -> str:
+                generation: tuple[float, str], extraction: tuple[float, str]) -> str:
+    rate, basis = generation
     said = [f"{rate:,.0f} output tokens/s over {spec.server.replicas} replicas "
             f"({'measured' if basis == 'measured' else 'spec.server.expectedTokensPerSecond'})"]
     if not preflight:
@@ -128,8 +144,8 @@ def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden
     if spec.extraction.enabled:
         said.append(f"hidden size {hidden_size}, {aux} aux layers + final state, {spec.extraction.dtype}"
                     if hidden_size else "hidden size unknown until the preflight reads config.json")
-        said.append(f"extraction at {spec.extraction.expected_tokens_per_second:,.0f} tokens/s "
-                    "(spec.extraction.expectedTokensPerSecond)")
+        said.append(f"extraction at {extraction[0]:,.0f} tokens/s ("
+                    f"{'measured' if extraction[1] == 'measured' else 'spec.extraction.expectedTokensPerSecond'})")
     said.append("before the merge's dedupe and truncation policy; server loading time excluded")
     return "; ".join(said)
 

@@ -1,7 +1,7 @@
 """The estimate as a pure function: priors before the first responses, measured lengths and rates
 after, what extraction will store, and the budgets out of reach of their rows."""
 
-from draftgen.api import DatasetStatus, Preflight
+from draftgen.api import DatasetStatus, ExtractionStatus, Preflight
 from draftgen.estimate import MEASURED_AFTER_SAMPLES, budgets_out_of_reach, estimate
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_contracts.preflight_report import DatasetReport, ModelReport
@@ -45,6 +45,21 @@ def test_with_the_preflight_the_corpus_counts_prompt_tokens_and_the_model_sizes_
     # The extraction reads what it stores at its expected 10,000 tokens/s, on its 8 GPUs.
     assert e.extraction_hours == round(140_000 / 10_000 / 3600, 2) and "extraction at 10,000 tokens/s" in e.assumptions
     assert e.extraction_gpu_hours == round(140_000 / 10_000 / 3600 * 8, 1)
+
+
+def test_the_extraction_pods_measured_rate_replaces_the_expected_one_once_it_reports():
+    expected = estimate(SPEC, found(), [], None, NOW, hidden_size=64)
+    assert expected.extraction_rate_basis == "expected" and expected.extraction_tokens_per_second == 10_000
+    loading = ExtractionStatus(tokens=0, corpus_tokens=140_000, tokens_per_second=0.0)  # no batch stored yet
+    assert estimate(SPEC, found(), [], None, NOW, hidden_size=64, extraction=loading) == expected
+    measured = estimate(SPEC, found(), [], None, NOW, hidden_size=64,
+                        extraction=ExtractionStatus(tokens=7_000, corpus_tokens=140_000, tokens_per_second=500.0))
+    assert measured.extraction_rate_basis == "measured" and measured.extraction_tokens_per_second == 500
+    assert measured.extraction_hours == round(140_000 / 500 / 3600, 2) and "extraction at 500 tokens/s (measured)" \
+        in measured.assumptions
+    assert measured.extraction_gpu_hours == round(140_000 / 500 / 3600 * 8, 1)
+    off = estimate(SpecBuilder().dataset("a", budget=100_000).spec(), found(), [], None, NOW, hidden_size=64)
+    assert off.extraction_tokens_per_second == 0 and off.extraction_hours == 0
 
 
 def test_measured_lengths_replace_the_prior_once_enough_responses_exist():

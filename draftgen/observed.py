@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, LABEL_COMPONENT, LABEL_REPLICA
+from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
 
@@ -92,6 +93,7 @@ class World:
     # for the suspended Jobs of a queue; empty where not observed.
     queue_waits: dict[str, str] = field(default_factory=dict)
     preflight: PreflightReport | None = None  # the preflight's findings, once it has published them
+    extraction: ExtractionProgress | None = None  # the extraction's last progress report
 
 
 def job_state_from(job: dict) -> JobState:

@@ -89,7 +89,7 @@ def config_text(config: GenerateConfig) -> str:
 def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
     """Least privilege for the pods: read their own DatasetGeneration, read and write their own reports."""
     sa = names.service_account_name(name)
-    reports = [names.report_name(name, r) for r in range(spec.server.replicas)] + [names.preflight_report_name(name)]
+    reports = [o["metadata"]["name"] for o in report_objects(name, spec)]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "labels": labels(name, "rbac")}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -107,16 +107,16 @@ def rbac_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
 
 
 def report_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:
-    """One empty report per replica and one for the preflight's findings, created by the operator
-    (RBAC cannot limit `create` by name)."""
-    preflight = {"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": {"name": names.preflight_report_name(name),
-                              "labels": labels(name, "preflight", **{names.LABEL_PREFLIGHT: "true"})},
-                 "data": {}}
-    return [*({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": names.report_name(name, r),
-                            "labels": labels(name, "report", **{names.LABEL_REPORT: "true", names.LABEL_REPLICA: str(r)})},
-               "data": {}} for r in range(spec.server.replicas)), preflight]
+    """One empty report per replica, one for the preflight's findings and, with extraction on, one
+    for its progress, created by the operator (RBAC cannot limit `create` by name)."""
+    def report(report_name: str, component: str, **extra: str) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": report_name, "labels": labels(name, component, **extra)}, "data": {}}
+    return [*(report(names.report_name(name, r), "report", **{names.LABEL_REPORT: "true", names.LABEL_REPLICA: str(r)})
+              for r in range(spec.server.replicas)),
+            report(names.preflight_report_name(name), "preflight", **{names.LABEL_PREFLIGHT: "true"}),
+            *([report(names.extraction_report_name(name), "extract", **{names.LABEL_EXTRACTION: "true"})]
+              if spec.extraction.enabled else [])]
 
 
 def config_object(name: str, namespace: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
@@ -296,7 +296,8 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
     (device_map auto) when it has any, else on the CPU. sglang: run by the server's Python (its
     command without the launcher) with the server's tensor parallelism and its own flags."""
     e, root = spec.extraction, output_root(name, spec)
-    common = ["--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(), "--out", f"{root}/hidden-states",
+    common = ["--corpus", f"{root}/corpus", "--model", spec.model.checkpoint_path(),
+              "--out", f"{root}/{names.HIDDEN_STATES_DIR}",
               "--dtype", e.dtype, "--final-state", e.final_state, "--max-len", str(e.max_length),
               "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
               *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
@@ -344,16 +345,20 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
 
 def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
     e = spec.extraction
+    # Its progress (status.extraction, the estimate's measured rate) goes to its report ConfigMap:
+    # the pod's token may read the run's DatasetGeneration and write its reports, nothing else.
+    report = (["--report-configmap", names.extraction_report_name(name)]
+              if settings.coordination == "kubernetes" else [])
     container = {
         "name": "extract", "image": spec.runner_image or settings.runner_image,
-        "command": extract_command(name, spec),
+        "command": [*extract_command(name, spec), *report],
         "resources": _with_gpus(e.resources, e.gpus), "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    # Neither does the extraction: no API token in its pod.
-    pod_spec = {"serviceAccountName": names.service_account_name(name), "automountServiceAccountToken": False,
+    pod_spec = {"serviceAccountName": names.service_account_name(name),
+                "automountServiceAccountToken": bool(report),
                 "containers": [container], "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
     if e.backend == "sglang":
         with_sglang_image(container, pod_spec, spec.runner_image or settings.runner_image, spec.server.image,

@@ -111,8 +111,8 @@ def test_draftgens_containers_run_as_pod_security_restricted_asks_and_the_server
             assert {"name": "scratch", "mountPath": "/tmp"} in c["volumeMounts"]
             assert {"name": "HOME", "value": "/tmp"} in c["env"]
         assert pod["securityContext"] == {"fsGroup": 65532, "fsGroupChangePolicy": "OnRootMismatch"}, kind
-        # Only the pods that report through the API server hold a token.
-        assert pod.get("automountServiceAccountToken", True) is (kind in ("generate", "preflight")), kind
+        # Only the pods that report through the API server hold a token (the merge writes only files).
+        assert pod.get("automountServiceAccountToken", True) is (kind != "merge"), kind
     mine = {"runAsNonRoot": True, "runAsUser": 1000, **api.SERVER_SECURITY_CONTEXT}
     job = plan.generation_job("k25", k25().server(image="sglang:v0.5.23", securityContext=mine).spec(), 0, SETTINGS,
                               config)
@@ -163,7 +163,7 @@ def test_transformers_extraction_runs_in_draftgens_image_over_the_pods_gpus():
     pod = plan.extract_job("k25", SPEC, SETTINGS)["spec"]["template"]["spec"]
     (extract,) = pod["containers"]
     assert "initContainers" not in pod and extract["image"] == "jobrunner:test"
-    assert extract["command"][:2] == ["jobrunner", "extract"] and extract["command"][-2:] == ["--device-map", "auto"]
+    assert extract["command"][:2] == ["jobrunner", "extract"] and "--device-map auto" in " ".join(extract["command"])
 
 
 def test_rendered_generate_config_is_a_valid_jobrunner_config():
@@ -207,6 +207,22 @@ def test_role_allows_only_own_reports_and_own_object():
     assert {tuple(r["resourceNames"]) for r in role["rules"]} == {("k25",), ("k25-report-r000", "k25-report-r001",
                                                                            "k25-preflight")}
     assert all("create" not in r["verbs"] and "list" not in r["verbs"] for r in role["rules"])
+    extracting = next(o for o in plan.rbac_objects("k25", k25().extraction().spec()) if o["kind"] == "Role")
+    assert extracting["rules"][1]["resourceNames"][-1] == "k25-extraction"
+
+
+def test_the_extraction_reports_its_progress_into_its_own_configmap_in_a_cluster_and_a_file_locally():
+    spec = k25().extraction().spec()
+    report = next(o for o in plan.report_objects("k25", spec) if o["metadata"]["name"] == "k25-extraction")
+    assert report["metadata"]["labels"][names.LABEL_EXTRACTION] == "true"
+    assert "k25-extraction" not in str(plan.report_objects("k25", SPEC))  # extraction off: no report
+    pod = plan.extract_job("k25", spec, SETTINGS)["spec"]["template"]["spec"]
+    command = pod["containers"][0]["command"]
+    assert command[command.index("--report-configmap") + 1] == "k25-extraction"
+    assert pod["automountServiceAccountToken"] is True
+    local = plan.extract_job("k25", spec, plan.OperatorSettings(coordination="file"))["spec"]["template"]["spec"]
+    assert "--report-configmap" not in local["containers"][0]["command"]
+    assert local["automountServiceAccountToken"] is False
 
 
 def test_every_child_name_fits_for_the_longest_allowed_name():

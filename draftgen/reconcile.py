@@ -18,6 +18,7 @@ from .api import Condition, DatasetGenerationSpec, DatasetGenerationStatus, Data
 from .conditions import (ConditionType, condition, set_budgets_reachable, set_capacity, set_failed, set_progressing,
                          set_ready, set_succeeded, set_suspended)
 from .estimate import budgets_out_of_reach, estimate
+from .extraction_status import extraction_status
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
 from .observed import CONFIG_HASH_ANNOTATION, JobState, World
 from .policies.capacity_policy import Capacity, capacity_of, job_queued
@@ -263,15 +264,17 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
     """The status but its phase and conditions: the counts, the times, the Jobs, the findings, the estimate."""
     stage, datasets, previous = found.stage, found.datasets, r.previous
     preflight = preflight_status(r.world.preflight) if r.world.preflight else previous.preflight
+    extraction = extraction_status(r.world.extraction) if r.world.extraction else previous.extraction
     return DatasetGenerationStatus(
         stage=stage, observed_generation=r.generation, conditions=list(previous.conditions), datasets=datasets,
         replicas=fold_replicas(r.spec, r.world.reports),
         tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or r.now,
         completion_time=(previous.completion_time or r.now) if stage == Stage.DONE else None,
-        preflight=preflight, jobs=stage_jobs(r.name, r.spec, stage),
+        preflight=preflight, extraction=extraction, jobs=stage_jobs(r.name, r.spec, stage),
         estimate=estimate(r.spec, preflight, datasets, previous.estimate, r.now,
-                          hidden_size=preflight.model.hidden_size if preflight and preflight.model else None))
+                          hidden_size=preflight.model.hidden_size if preflight and preflight.model else None,
+                          extraction=extraction))
 
 
 def stage_jobs(name: str, spec: DatasetGenerationSpec, stage: Stage) -> StageJobs:

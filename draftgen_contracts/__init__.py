@@ -10,6 +10,7 @@ states, formats and decisions, never I/O.
     generate_config  the generate config the operator and the local runner write, and jobrunner reads
     replica_status   status.replicas[]: each replica's folded report, which the replicas read back
     preflight_report the preflight's findings: the preflight.json document and status.preflight
+    extraction_progress  what a running extraction publishes: status.extraction and its measured rate
     exit_codes       what each process exit status means, and the Jobs' retry rule's numbers
     budget           the token-budget decisions
     budget_shares    how the replicas share one budget

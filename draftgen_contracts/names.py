@@ -53,6 +53,11 @@ GENERATE_CONFIG_KEY = "generate.yaml"
 REPORT_KEY = "progress.json"
 PREFLIGHT_KEY = "preflight.json"  # the preflight's findings: its report ConfigMap's key, and a file on the volume
 LABEL_PREFLIGHT = "draftgen.io/preflight"
+# The extraction's progress (draftgen_contracts.extraction_progress): its report ConfigMap's key,
+# and a file beside the states in HIDDEN_STATES_DIR.
+EXTRACTION_KEY = "extraction.json"
+LABEL_EXTRACTION = "draftgen.io/extraction"
+HIDDEN_STATES_DIR = "hidden-states"  # under the run's output folder
 
 # --- child objects ----------------------------------------------------------------------------------
 
@@ -85,6 +90,10 @@ def preflight_job_name(name: str) -> str:
 
 def preflight_report_name(name: str) -> str:
     return f"{name}-preflight"
+
+
+def extraction_report_name(name: str) -> str:
+    return f"{name}-extraction"
 
 
 def generation_job_name(name: str, replica: int) -> str:

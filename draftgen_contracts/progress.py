@@ -23,12 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .states import DatasetState
 
 
-class _Document(BaseModel):
+class Document(BaseModel):
     # Readers ignore fields they do not know, so a newer writer never breaks an older reader.
     model_config = ConfigDict(extra="ignore")
 
 
-class DurableCounts(_Document):
+class DurableCounts(Document):
     """What one part of a dataset holds on disk as of its last sync (jobrunner.output): the totals of
     a replica's own report, and of the other replicas' parts it found when it started (`elsewhere`)."""
     completion_tokens: int = Field(0, ge=0)
@@ -54,7 +54,7 @@ class DatasetProgress(DurableCounts):
     elsewhere: dict[int, DurableCounts] = Field(default_factory=dict)
 
 
-class ProgressDocument(_Document):
+class ProgressDocument(Document):
     replica: int = Field(ge=0)
     replicas: int = Field(ge=1)
     updated_at: float  # the writer's wall clock (Unix seconds): the report's identity in status.replicas[]
@@ -70,7 +70,7 @@ class ProgressDocument(_Document):
         return {name: d.completion_tokens for name, d in self.datasets.items()}
 
 
-def parse_document(model: type[_Document], data: Any):
+def parse_document(model: type[Document], data: Any):
     """A document of `model` from its JSON text or decoded value; None when it is missing or
     malformed (a reader keeps its last view rather than failing on one bad report)."""
     if isinstance(data, (str, bytes)):

@@ -33,14 +33,6 @@ def load_kube_config() -> None:
         config.load_kube_config()
 
 
-def publish_preflight(name: str, namespace: str, findings_json: str) -> None:
-    """The preflight's findings into the run's preflight ConfigMap, for the operator's status."""
-    load_kube_config()
-    client.CoreV1Api().patch_namespaced_config_map(names.preflight_report_name(name), namespace,
-                                                   {"data": {names.PREFLIGHT_KEY: findings_json}},
-                                                   _request_timeout=10)
-
-
 class EveryDataset(frozenset):
     """The stopped set of a DatasetGeneration that was deleted: every dataset is done."""
 

@@ -23,12 +23,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from draftgen_contracts import exit_codes, hidden_state_layout, provenance
+from draftgen_contracts import exit_codes, hidden_state_layout, names, provenance
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
 from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.backend import FINAL_STATES, Backend
+from jobrunner.hidden_states.progress import ExtractionReporter
 from jobrunner.hidden_states.store import ShardStore
 
 ESTIMATE_NAME = "estimate.json"
@@ -44,9 +45,10 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
             final_state: str = "post-norm", dtype: str = "bf16", max_len: int | None = None,
             too_long: str = "truncate", max_batch_tokens: int = 16384, max_batch_size: int = 64,
             sort_window: int = 2048, shard_mb: float = 1024, backend_name: str = "transformers", make_backend=None,
-            log=print) -> dict:
+            publish=None, log=print) -> dict:
     """Extract states for every sample of `splits` not yet in `out_dir`; returns the index.
-    `backend_name` says what `make_backend` makes (recorded with the states; a resume must match)."""
+    `backend_name` says what `make_backend` makes (recorded with the states; a resume must match);
+    `publish` takes the progress document's text now and then (jobrunner.hidden_states.progress)."""
     from jobrunner.hidden_states.transformers_backend import model_dims
 
     manifest = corpus.read_manifest(corpus_dir)
@@ -55,6 +57,7 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
     out_dir = Path(out_dir)
     estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, log)
+    reporter = ExtractionReporter(out_dir, estimate["tokens"], publish)
     store = ShardStore(out_dir, {
         "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
         "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
@@ -62,14 +65,16 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     if store.samples:
         log(f"extract: resuming: {len(store.samples)} samples already in {len(store.shards)} shards")
     backend: Backend = (make_backend or _transformers_backend)(model_path, layers, final_state, dtype)
+    reporter.start()
     with closing(backend):
-        skipped, done_now = extract_all(store, backend, corpus_dir, splits, estimate, max_len, too_long,
+        skipped, done_now = extract_all(store, backend, reporter, corpus_dir, splits, estimate, max_len, too_long,
                                         max_batch_tokens, max_batch_size, sort_window, shard_mb, log)
     store.flush()
     origin = extraction_provenance(Path(corpus_dir), model_path, final_state, backend_name)
     if origin["model_matches_generation"] is False:
         log("extract: WARNING: the model's config files differ from those the corpus was generated with")
     index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items())), "provenance": origin})
+    reporter.report(store, finished=True)
     log(f"extract: done: {len(index['samples'])} samples ({done_now} this run), {index['tokens']} tokens, "
         f"{human_bytes(index['bytes'])} in {len(index['shards'])} shards; skipped {skipped or 'none'}")
     return index
@@ -84,8 +89,8 @@ def closing(backend: Backend):
         getattr(backend, "close", lambda: None)()
 
 
-def extract_all(store: ShardStore, backend: Backend, corpus_dir, splits: list[str], estimate: dict,
-                max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int, sort_window: int,
+def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporter, corpus_dir, splits: list[str],
+                estimate: dict, max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int, sort_window: int,
                 shard_mb: float, log) -> tuple[dict[str, int], int]:
     """Every sample not stored yet, in batches, a shard written whenever one is full; returns
     (skipped samples by reason, samples stored this run)."""
@@ -97,7 +102,9 @@ def extract_all(store: ShardStore, backend: Backend, corpus_dir, splits: list[st
     for window in plan.windows(records, sort_window):
         kept = kept_samples(window, max_len, too_long, skipped)
         for batch in plan.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
+            buffered = store.buffered_tokens
             done_now += extract_batch(store, backend, [kept[i] for i in batch])
+            reporter.extracted_batch(store.buffered_tokens - buffered, store)
             if store.buffered_tokens >= shard_tokens:
                 store.flush()
                 if time.monotonic() - last_index > INDEX_EVERY_S:  # progress a reader can see, now and then
@@ -192,6 +199,15 @@ def backend_factory(args: argparse.Namespace):
     return make
 
 
+def publisher(configmap: str | None):
+    """Where the progress goes besides OUT: the run's extraction report ConfigMap, from a pod."""
+    if not configmap:
+        return None
+    from jobrunner.report_patch import patch_report
+
+    return lambda text: patch_report(configmap, names.EXTRACTION_KEY, text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", required=True, help="a merged corpus directory (jobrunner merge)")
     parser.add_argument("--model", required=True, help="the target model (a transformers checkpoint directory)")
@@ -217,6 +233,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server-args", default="[]",
                         help="sglang: the generation server's own flags as a JSON list (quantization, memory, "
                         "kernels); the backend adds the capture settings and refuses flags that change them")
+    parser.add_argument("--report-configmap", help="in a pod: also publish the progress into this ConfigMap "
+                        f"of the pod's namespace (key {names.EXTRACTION_KEY}; it is always written to OUT)")
     parser.add_argument("--export", action="append", choices=["specforge", "speculators"], default=[],
                         help="also write the states in that tool's layout under OUT/exports/ (repeatable)")
 
@@ -229,7 +247,7 @@ def main(args: argparse.Namespace) -> int:
                 dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
                 max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
                 sort_window=args.sort_window, shard_mb=args.shard_mb, backend_name=args.backend,
-                make_backend=backend_factory(args))
+                make_backend=backend_factory(args), publish=publisher(args.report_configmap))
         if args.export:
             from jobrunner.exports import export_states
 

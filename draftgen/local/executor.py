@@ -25,6 +25,7 @@ from draftgen.reasons import Reason
 from draftgen.reconcile import Decision, decide
 from draftgen_contracts import exit_codes, names
 from draftgen_contracts.generate_config import GenerateConfig, default_coordination_directory
+from draftgen_contracts.extraction_progress import ExtractionProgress, parse_extraction_progress
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_contracts.timestamps import utc_now_iso
@@ -164,11 +165,19 @@ class LocalExecutor:
                 del self.jobs[name]
         jobs = {**self.state.completed_jobs, **{n: j.state() for n, j in self.jobs.items()}}
         return World(jobs=jobs, reports=self.coordination.all_progress(), existing=frozenset(self.existing),
-                     output_owner=owner_of(self.output_root), preflight=self.preflight_findings())
+                     output_owner=owner_of(self.output_root), preflight=self.preflight_findings(),
+                     extraction=self.extraction_progress())
 
     def preflight_findings(self) -> PreflightReport | None:
         try:
             return parse_preflight((self.output_root / names.PREFLIGHT_KEY).read_text())
+        except OSError:
+            return None
+
+    def extraction_progress(self) -> ExtractionProgress | None:
+        try:
+            return parse_extraction_progress(
+                (self.output_root / names.HIDDEN_STATES_DIR / names.EXTRACTION_KEY).read_text())
         except OSError:
             return None
 

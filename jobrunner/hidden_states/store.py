@@ -121,9 +121,13 @@ class ShardStore:
         self._buffer.clear()
         self.buffered_tokens = 0
 
+    def stored_tokens(self) -> int:
+        """Tokens in the shards on disk (the buffer's are not stored yet)."""
+        return sum(s["tokens"] for s in self.shards)
+
     def write_index(self, extra: dict) -> dict:
         index = {"format": FORMAT, "version": FORMAT_VERSION, "run": self.run, **extra,
-                 "tokens": sum(s["tokens"] for s in self.shards), "bytes": sum(s["bytes"] for s in self.shards),
+                 "tokens": self.stored_tokens(), "bytes": sum(s["bytes"] for s in self.shards),
                  "shards": sorted(self.shards, key=lambda s: s["name"]),
                  "samples": dict(sorted(self.samples.items()))}
         write_json_atomically(self.directory / INDEX_NAME, index)

@@ -29,10 +29,9 @@ def main(args: argparse.Namespace) -> int:
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_findings(findings, output)
     if config.coordination.kind == "kubernetes":  # a pod: the operator reads them from the ConfigMap
-        from jobrunner.coordination_kube import publish_preflight
+        from jobrunner.report_patch import patch_report
 
-        c = config.coordination
-        publish_preflight(c.name, c.namespace, findings.to_json())
+        patch_report(names.preflight_report_name(config.coordination.name), names.PREFLIGHT_KEY, findings.to_json())
     for d in findings.datasets:
         reach = "" if d.budget_reachable else (f"; the budget looks out of reach: about {d.expected_response_tokens:,} "
                                                f"tokens from its rows")

@@ -15,19 +15,22 @@ from draftgen.policies.api_error_policy import ApiError, backoff_s, reason_of
 from draftgen.reasons import Reason
 from draftgen.reconcile import Decision
 from draftgen_contracts import names
+from draftgen_contracts.extraction_progress import ExtractionProgress, parse_extraction_progress
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.progress import ProgressDocument, parse_progress
 
 log = logging.getLogger("draftgen.operator")
 
 
-def report_from(configmap) -> ProgressDocument | PreflightReport | None:
-    """A report ConfigMap's progress document, the preflight ConfigMap's findings, or None for other
-    ConfigMaps and empty or bad reports."""
+def report_from(configmap) -> ProgressDocument | PreflightReport | ExtractionProgress | None:
+    """A report ConfigMap's progress document, the preflight ConfigMap's findings, the extraction's
+    progress, or None for other ConfigMaps and empty or bad reports."""
     labels = configmap.get("metadata", {}).get("labels") or {}
     data = configmap.get("data") or {}
     if labels.get(names.LABEL_PREFLIGHT) == "true":
         return parse_preflight(data.get(names.PREFLIGHT_KEY))
+    if labels.get(names.LABEL_EXTRACTION) == "true":
+        return parse_extraction_progress(data.get(names.EXTRACTION_KEY))
     if labels.get(names.LABEL_REPORT) != "true":
         return None
     return parse_progress(data.get(names.REPORT_KEY))

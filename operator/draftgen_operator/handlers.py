@@ -23,6 +23,7 @@ from draftgen.reasons import Reason
 from draftgen.reconcile import decide
 from draftgen.refusals import with_refusals
 from draftgen_contracts import names
+from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.states import Component, Phase
@@ -164,6 +165,7 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
     configmaps = list(indexes["configmaps_index"].get(key, []))
     reports = {r.replica: r for _, r in configmaps if isinstance(r, ProgressDocument)}
     preflight = next((r for _, r in configmaps if isinstance(r, PreflightReport)), None)
+    extraction = next((r for _, r in configmaps if isinstance(r, ExtractionProgress)), None)
     existing = {("ConfigMap", n) for n, _ in configmaps}
     for index in ("serviceaccounts_index", "roles_index", "rolebindings_index"):
         existing |= set(indexes[index].get(key, []))
@@ -179,7 +181,8 @@ def observe(namespace: str, name: str, spec: DatasetGenerationSpec, indexes) -> 
     queue_waits = {job.name: said for job in jobs.values() if job.queue and job.suspended and not job.deleting
                    and (said := kueue_says(namespace, job))}
     return World(jobs=jobs, reports=reports, existing=frozenset(existing), missing_claims=missing,
-                 output_owner=owner, pods=pods, refused_pods=refused, queue_waits=queue_waits, preflight=preflight)
+                 output_owner=owner, pods=pods, refused_pods=refused, queue_waits=queue_waits, preflight=preflight,
+                 extraction=extraction)
 
 
 # --- reconcile ------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from draftgen_contracts import names
+from draftgen_contracts.extraction_progress import parse_extraction_progress
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus
@@ -165,6 +167,22 @@ def test_max_len_policies(corpus_dir, model_dir, tmp_path):
     assert idx["skipped"].get("no_response_token_within_max_len", 0) == no_response
     assert len(idx["samples"]) == len(records) - no_response
     assert max(s["length"] for s in idx["samples"].values()) == 40
+
+
+def test_the_progress_is_published_and_written_beside_the_states_and_ends_as_the_index(corpus_dir, model_dir,
+                                                                                       tmp_path):
+    published = []
+    index = fp32_extract(corpus_dir, tmp_path / "o", model_dir, shard_mb=0.05, publish=published.append)
+    last = parse_extraction_progress(published[-1])
+    assert last == parse_extraction_progress((tmp_path / "o" / names.EXTRACTION_KEY).read_text())
+    manifest = corpus.read_manifest(corpus_dir)
+    assert last.finished and last.tokens == index["tokens"] and last.samples == len(index["samples"])
+    assert last.corpus_tokens == sum(s["tokens"] for s in manifest["splits"].values()) and last.tokens_per_second > 0
+    # A publisher that fails costs the progress, never the states.
+    def refused(_):
+        raise RuntimeError("403 Forbidden")
+    again = fp32_extract(corpus_dir, tmp_path / "p", model_dir, publish=refused)
+    assert again["complete"] and json.loads((tmp_path / "p" / names.EXTRACTION_KEY).read_text())["finished"]
 
 
 def test_estimate_written_before_the_weights_load(corpus_dir, model_dir, tmp_path):

@@ -57,6 +57,10 @@ def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, 
     corpus_ids = {r["sample_id"] for r in iter_corpus(root / "corpus")}
     index = json.loads((root / "hidden-states" / "index.json").read_text())
     assert index["complete"] and set(index["samples"]) == corpus_ids
+    # The extraction's progress file, read as the operator reads its ConfigMap: the status and the estimate.
+    status = json.loads((root / "local-run" / "state.json").read_text())["status"]
+    assert status["extraction"]["finished"] and status["extraction"]["tokens"] == index["tokens"]
+    assert status["estimate"]["extractionRateBasis"] == "measured"
     assert {p.name for p in (root / "report").iterdir()} == {f"{d}.png" for d in DATASETS} | {"overview.png", "report.md"}
     assert "| budget met |" in (root / "report" / "report.md").read_text()  # the budgets were passed on
 

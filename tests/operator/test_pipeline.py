@@ -118,6 +118,13 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
     # The estimate, refreshed from the measured lengths, against what extraction wrote.
     index = json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
     assert abs(status["estimate"]["hiddenStateBytes"] / index["bytes"] - 1) <= 0.10, (status["estimate"], index["bytes"])
+    # The extraction pod published its progress (its token may patch its own report, in a namespace
+    # enforcing restricted): its last report is the index's, and its measured rate is the estimate's.
+    extraction = status["extraction"]
+    assert extraction["finished"] and extraction["tokens"] == index["tokens"], extraction
+    assert extraction["samples"] == len(index["samples"]) and extraction["tokensPerSecond"] > 0
+    assert status["estimate"]["extractionRateBasis"] == "measured"
+    assert status["estimate"]["extractionTokensPerSecond"] == extraction["tokensPerSecond"]
     # What made them, from the generation pods' sessions (each asked its sidecar's /server_info).
     sessions = manifest["provenance"]["sessions"]
     assert sorted(s["replica"] for s in sessions) == [0, 1] and manifest["provenance"]["differs"] == []

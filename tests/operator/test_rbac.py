@@ -4,11 +4,14 @@ of another DatasetGeneration's, nor Secrets, nor anything else."""
 
 from __future__ import annotations
 
+from urllib.error import HTTPError
+
 import pytest
 from kubernetes import client
 
 from draftgen import api, plan
 from draftgen_contracts import names
+from jobrunner.report_patch import patch_report
 from tests.chart.conftest import service_account_token, token_client
 from tests.manifests import manifest
 
@@ -97,3 +100,27 @@ def test_runner_token_is_allowed_its_report_and_refused_the_rest(cluster, k8s, t
             assert denied.value.status == 403  # authenticated (not 401), then refused by RBAC
     written = client.CoreV1Api(k8s).read_namespaced_config_map(report, namespace)
     assert written.data == {names.REPORT_KEY: '{"replica": 0}'}
+
+
+def test_a_report_patched_as_the_extraction_does_without_a_kubernetes_client(cluster, k8s, two_generations,
+                                                                           tmp_path, monkeypatch):
+    """jobrunner.report_patch (the SGLang image has no Kubernetes client): the pod's mount and
+    variables, its own extraction report written, another run's refused by RBAC."""
+    namespace = two_generations
+    spec = SPEC.model_copy(update={"extraction": SPEC.extraction.model_copy(update={"enabled": True})})
+    for obj in plan.rbac_objects("gamma", spec) + plan.report_objects("gamma", spec):
+        create(k8s, namespace, obj)
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "token").write_text(service_account_token(k8s, namespace, names.service_account_name("gamma")))
+    (mount / "ca.crt").write_bytes(cluster.pki.ca_cert.read_bytes())
+    (mount / "namespace").write_text(namespace)
+    host, port = cluster.server.removeprefix("https://").rsplit(":", 1)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    patch_report(names.extraction_report_name("gamma"), names.EXTRACTION_KEY, '{"tokens": 1}', mount=mount)
+    written = client.CoreV1Api(k8s).read_namespaced_config_map(names.extraction_report_name("gamma"), namespace)
+    assert written.data == {names.EXTRACTION_KEY: '{"tokens": 1}'}
+    with pytest.raises(HTTPError) as denied:
+        patch_report(names.report_name("alpha", 0), names.REPORT_KEY, "{}", mount=mount)
+    assert denied.value.code == 403
