@@ -161,6 +161,9 @@ class Demo:
             made_by = json.loads(index.read_text()).get("provenance", {}).get("backend", "transformers")
             print(f"  {len(shards)} safetensors shard(s), {written:,d} bytes "
                   f"(estimated {estimate.get('hiddenStateBytes', 0):,d}), index {index}, extracted by {made_by}")
+            extraction = status.get("extraction") or {}
+            print(f"  status.extraction: {extraction.get('tokens', 0):,d} tokens, {extraction.get('samples', 0):,d} "
+                  f"samples at {extraction.get('tokensPerSecond', 0):,.0f} tokens/s measured on this CPU")
             exports = sorted(p.name for p in (data / "corpus" / "exports").iterdir()) + sorted(
                 p.name for p in (data / "hidden-states" / "exports").iterdir())
             print(f"  exports for trainers: {', '.join(exports)} (docs/formats.md)")

@@ -33,3 +33,6 @@ def test_the_quickstart_on_real_sglang_generates_and_extracts_with_sglang(run):
     index = json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
     assert index["complete"] and index["provenance"]["backend"] == "sglang"
     assert set(index["samples"]) == {s["sample_id"] for s in iter_corpus(r.data / "qs" / "corpus")}
+    # Its progress went out from the SGLang image (no Kubernetes client there) into the status.
+    assert status["extraction"]["finished"] and status["extraction"]["tokens"] == index["tokens"], status["extraction"]
+    assert status["estimate"]["extractionRateBasis"] == "measured"
