@@ -164,15 +164,18 @@ def test_a_deployments_crashing_container_restarts_in_place_and_its_replicaset_k
         "metadata": {"name": "crashes"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "crashes"}}, "template": pod}})
     seen: set[str] = set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # a minute: the 10 s and 20 s back-offs and three crashes
-        seen |= pod_names(core, namespace, "app=crashes")
+
+    def crashed_twice():
+        seen.update(pod_names(core, namespace, "app=crashes"))
         assert len(seen) <= 1, f"the ReplicaSet made {len(seen)} pods: {sorted(seen)}"
-        time.sleep(0.5)
-    assert len(seen) == 1
-    got = core.read_namespaced_pod(seen.pop(), namespace).status
+        status = core.read_namespaced_pod(next(iter(seen)), namespace).status if seen else None
+        return status if status and status.container_statuses and status.container_statuses[0].restart_count >= 2 \
+            else None
+    # Two crashes and the 10 s back-off between them (the count rises at each crash), watched all along:
+    # a pod failed instead of restarted would make a new pod every second or so.
+    got = wait_for(crashed_twice, 90, "two crashes in one pod", cluster, interval_s=0.5)
     status = got.container_statuses[0]
-    assert got.phase == "Running" and status.restart_count >= 2, (got.phase, status)
+    assert got.phase == "Running" and len(seen) == 1, (got.phase, seen)
     assert status.last_state.terminated.exit_code == 3
     assert status.state.waiting is None or status.state.waiting.reason == "CrashLoopBackOff"
 
