@@ -34,6 +34,8 @@ from .nodes import NodeShape, default_node_shapes, node_manifests
 
 LOCAL_KUBELET_LABEL = "draftgen.io/local-kubelet"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+# The end of each container log kept when a test failed: a server's start-up and its last words.
+KEPT_CONTAINER_LOG_BYTES = 64 * 1024
 
 
 class ClusterError(RuntimeError):
@@ -186,9 +188,17 @@ class LocalCluster:
                 raise ComponentDied(f"{component.name} exited with {code}; its log ends:\n{log_tail(component.log)}")
 
     def keep_logs(self, destination: Path) -> Path:
+        """The components' logs, and the end of every container's log the local kubelet ran (the
+        kubelet's own log says which pod and container each `pods/<uid>/<container>.log` is)."""
         destination.mkdir(parents=True, exist_ok=True)
         target = destination / self.state_dir.name
         shutil.copytree(self.logs_dir, target, dirs_exist_ok=True)
+        for container_log in (self.state_dir / "pods").glob("*/*.log"):
+            kept = target / "pods" / container_log.parent.name / container_log.name
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            with open(container_log, "rb") as f:
+                f.seek(max(0, container_log.stat().st_size - KEPT_CONTAINER_LOG_BYTES))
+                kept.write_bytes(f.read())
         return target
 
     # --- detached use (make cluster / make cluster-down) --------------------------------------------

@@ -135,8 +135,8 @@ class PodRunner(threading.Thread):
         if self.terminating.is_set():  # stopped while this one started: terminate() may not have seen it
             self._terminate(proc, 0)
         self._container_status(container, {"running": {"startedAt": now()}})
-        log.info("pod %s/%s: started %s (pid %d)", self.pod.metadata.namespace, self.pod.metadata.name,
-                 container.name, proc.pid)
+        log.info("pod %s/%s: started %s (pid %d, log pods/%s/%s.log)", self.pod.metadata.namespace,
+                 self.pod.metadata.name, container.name, proc.pid, self.pod.metadata.uid, container.name)
         return proc
 
     def _finish(self, container, code: int) -> None:
