@@ -76,22 +76,8 @@ def as_the_api_server_reads(value, schema: dict, path: str = "spec") -> tuple[ob
     if schema.get("type") == "integer" and type(value) is int and not -2**63 <= value < 2**63:
         return value, [f"{path}: must be of type integer (a 64-bit one)"]
     return value, []
-def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:
-    try:
-        documents = list(yaml.safe_load_all(Path(path).read_text()))
-    except OSError as e:
-        raise SpecError(f"{path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
-    try:
-        return parse_object(dataset_generation(documents))
-    except SpecError as e:
-        raise SpecError(f"{path}: {e}") from None
 
 
-def local_spec(spec: api.DatasetGenerationSpec) -> api.DatasetGenerationSpec:
-    """The spec as run here: one generate process, replica 0 of 1, against one server."""
-    return spec.model_copy(update={"server": spec.server.model_copy(update={"replicas": 1})})
 def load_spec(path: str | os.PathLike) -> tuple[str, api.DatasetGenerationSpec]:
     try:
         documents = list(yaml.safe_load_all(Path(path).read_text()))
