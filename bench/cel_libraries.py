@@ -105,7 +105,6 @@ def main() -> int:
     args = parser.parse_args()
     import tempfile
 
-    import yaml
     from kubernetes import client
 
     from draftgen.crd import crd

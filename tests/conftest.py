@@ -1,4 +1,4 @@
-"""Shared fixtures: the local Kubernetes control plane, started once per test session."""
+"""Shared fixtures: the local Kubernetes control plane, started once per test session, and the CRD on it."""
 
 from __future__ import annotations
 
@@ -99,3 +99,41 @@ def wait_for(predicate, timeout_s: float, what: str, cluster=None, interval_s: f
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(interval_s)
+
+
+CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
+
+
+@pytest.fixture(scope="session")
+def crd(cluster):
+    """The CRD installed on the session's control plane, once it is served."""
+    import yaml
+    from kubernetes import client
+
+    api = cluster.api_client()
+    ext = client.ApiextensionsV1Api(api)
+    body = yaml.safe_load(CRD.read_text())
+    try:
+        ext.create_custom_resource_definition(body)
+    except client.ApiException as e:
+        if e.status != 409:
+            raise
+
+    def established():
+        got = ext.read_custom_resource_definition(body["metadata"]["name"])
+        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
+
+    wait_for(established, 30, "the CRD to be established", cluster)
+    # Discovery lags the Established condition by a moment.
+    wait_for(lambda: _served(api), 30, "the CRD to be served")
+    return body
+
+
+def _served(api) -> bool:
+    from kubernetes import client
+
+    try:
+        client.CustomObjectsApi(api).list_cluster_custom_object("draftgen.io", "v1alpha1", "datasetgenerations")
+        return True
+    except client.ApiException:
+        return False

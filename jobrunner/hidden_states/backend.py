@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from draftgen_contracts import hidden_state_layout
+
+if TYPE_CHECKING:  # torch is imported by the backends only
+    import torch
 
 FINAL_STATES = tuple(hidden_state_layout.FINAL_STATES)
 
@@ -14,8 +17,8 @@ FINAL_STATES = tuple(hidden_state_layout.FINAL_STATES)
 class SampleStates:
     """One sample's states, unpadded, on the CPU: `aux` [L, K, H] and `final` [L, H]."""
 
-    aux: "torch.Tensor"  # noqa: F821 (torch is imported by backends only)
-    final: "torch.Tensor"  # noqa: F821
+    aux: torch.Tensor
+    final: torch.Tensor
 
 
 class Backend(Protocol):

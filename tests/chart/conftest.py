@@ -80,5 +80,3 @@ def release_namespace(cluster):
     yield name
     core.delete_namespace(name)
 
-
-from tests.operator.conftest import crd  # noqa: E402,F401  (the CRD on the session's control plane)

@@ -1,4 +1,4 @@
-"""Fixtures for the operator's tests: the CRD installed on the session's control plane, the operator
+"""Fixtures for the operator's tests (the CRD on the session's control plane is tests/conftest.py's): the operator
 itself running as a real process, and `run`: one DatasetGeneration with its volumes and an operator."""
 
 from __future__ import annotations
@@ -10,45 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.builders import SpecBuilder
 from draftgen_dev.demo_assets import build_model, write_datasets
 from jobrunner.output import iter_records, record_files
-from tests.conftest import LOGS_ON_FAILURE, REPO, wait_for
-
-CRD = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
-
-
-@pytest.fixture(scope="session")
-def crd(cluster):
-    api = cluster.api_client()
-    ext = client.ApiextensionsV1Api(api)
-    body = yaml.safe_load(CRD.read_text())
-    try:
-        ext.create_custom_resource_definition(body)
-    except client.ApiException as e:
-        if e.status != 409:
-            raise
-
-    def established():
-        got = ext.read_custom_resource_definition(body["metadata"]["name"])
-        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
-
-    wait_for(established, 30, "the CRD to be established", cluster)
-    # Discovery lags the Established condition by a moment.
-    wait_for(lambda: _served(api), 30, "the CRD to be served")
-    return body
-
-
-def _served(api) -> bool:
-    try:
-        client.CustomObjectsApi(api).list_cluster_custom_object("draftgen.io", "v1alpha1", "datasetgenerations")
-        return True
-    except client.ApiException:
-        return False
+from tests.conftest import LOGS_ON_FAILURE, wait_for
 
 
 class Operator:
