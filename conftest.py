@@ -2,6 +2,7 @@
 a costly fixture are grouped, so that with pytest-xdist (`make test`) one worker starts it, once."""
 
 import os
+import time
 
 import pytest
 
@@ -41,3 +42,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+SESSION_STARTED = time.time()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The last lines of the containers a failed session's control plane restarted (tests/conftest.py
+    keeps them with its logs; the workers' own output is not shown): CI's output is all one sees."""
+    from tests.conftest import LOGS_ON_FAILURE, RESTARTED_CONTAINERS
+
+    for said in sorted(LOGS_ON_FAILURE.glob(f"*/{RESTARTED_CONTAINERS}")):
+        if said.stat().st_mtime >= SESSION_STARTED and said.read_text().strip():
+            terminalreporter.section(f"containers restarted on the control plane ({said.parent.name})")
+            terminalreporter.write_line(said.read_text())

@@ -10,6 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS_ON_FAILURE = REPO / ".test-logs"
+RESTARTED_CONTAINERS = "restarted-containers.txt"  # kept with the logs of a failed session
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +27,8 @@ def cluster(request, tmp_path_factory):
     if request.session.testsfailed:
         kept = local.keep_logs(LOGS_ON_FAILURE)
         print(f"\ncontrol plane logs kept in {kept}")
+        # A worker's output is not shown: the root conftest's summary prints this file.
+        (kept / RESTARTED_CONTAINERS).write_text(local.restarted_containers())
 
 
 @pytest.fixture

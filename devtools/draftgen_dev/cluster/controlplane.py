@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,6 +202,21 @@ class LocalCluster:
                 f.seek(max(0, container_log.stat().st_size - KEPT_CONTAINER_LOG_BYTES))
                 kept.write_bytes(f.read())
         return target
+
+    def restarted_containers(self, most: int = 10, lines: int = 6) -> str:
+        """The last lines of each container the local kubelet started more than once (a crash loop,
+        or a pod's restart), for a failed session's output, where its kept files cannot be read."""
+        kubelet_log = self.logs_dir / "local-kubelet.log"
+        found = re.findall(r"pod (\S+): started (\S+) \(pid \d+, log (pods/\S+\.log)\)",
+                           kubelet_log.read_text()) if kubelet_log.exists() else []
+        starts = Counter(found)
+        said = []
+        for (pod, container, relative), count in [(k, c) for k, c in starts.items() if c > 1][:most]:
+            path = self.state_dir / relative
+            tail = path.read_bytes()[-4096:].decode(errors="replace").splitlines()[-lines:] if path.exists() else []
+            said.append(f"pod {pod}, container {container}, started {count} times ({relative}):\n"
+                        + "\n".join(f"  | {t[:200]}" for t in tail))
+        return "\n".join(said)
 
     # --- detached use (make cluster / make cluster-down) --------------------------------------------
     def _write_state(self) -> None:
