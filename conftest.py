@@ -48,11 +48,11 @@ SESSION_STARTED = time.time()
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The last lines of the containers a failed session's control plane restarted (tests/conftest.py
+    """The last lines of the containers that failed on a failed session's control plane (tests/conftest.py
     keeps them with its logs; the workers' own output is not shown): CI's output is all one sees."""
-    from tests.conftest import LOGS_ON_FAILURE, RESTARTED_CONTAINERS
+    from tests.conftest import FAILED_CONTAINERS, LOGS_ON_FAILURE
 
-    for said in sorted(LOGS_ON_FAILURE.glob(f"*/{RESTARTED_CONTAINERS}")):
+    for said in sorted(LOGS_ON_FAILURE.glob(f"*/{FAILED_CONTAINERS}")):
         if said.stat().st_mtime >= SESSION_STARTED and said.read_text().strip():
-            terminalreporter.section(f"containers restarted on the control plane ({said.parent.name})")
+            terminalreporter.section(f"containers that failed on the control plane ({said.parent.name})")
             terminalreporter.write_line(said.read_text())

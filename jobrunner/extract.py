@@ -90,8 +90,8 @@ def closing(backend: Backend):
 
 
 def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporter, corpus_dir, splits: list[str],
-                estimate: dict, max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int, sort_window: int,
-                shard_mb: float, log) -> tuple[dict[str, int], int]:
+                estimate: dict, max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int,
+                sort_window: int, shard_mb: float, log) -> tuple[dict[str, int], int]:
     """Every sample not stored yet, in batches, a shard written whenever one is full; returns
     (skipped samples by reason, samples stored this run)."""
     shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])

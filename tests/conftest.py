@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS_ON_FAILURE = REPO / ".test-logs"
-RESTARTED_CONTAINERS = "restarted-containers.txt"  # kept with the logs of a failed session
+FAILED_CONTAINERS = "failed-containers.txt"  # kept with the logs of a failed session
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def cluster(request, tmp_path_factory):
         kept = local.keep_logs(LOGS_ON_FAILURE)
         print(f"\ncontrol plane logs kept in {kept}")
         # A worker's output is not shown: the root conftest's summary prints this file.
-        (kept / RESTARTED_CONTAINERS).write_text(local.restarted_containers())
+        (kept / FAILED_CONTAINERS).write_text(local.failed_containers())
 
 
 @pytest.fixture

@@ -203,18 +203,23 @@ class LocalCluster:
                 kept.write_bytes(f.read())
         return target
 
-    def restarted_containers(self, most: int = 10, lines: int = 6) -> str:
-        """The last lines of each container the local kubelet started more than once (a crash loop,
-        or a pod's restart), for a failed session's output, where its kept files cannot be read."""
+    def failed_containers(self, most: int = 10, lines: int = 6) -> str:
+        """The last lines of the latest containers the local kubelet saw fail (started more than
+        once, or exited with an error of their own: 1-125, not a kill), for a failed session's
+        output, where its kept files cannot be read."""
         kubelet_log = self.logs_dir / "local-kubelet.log"
-        found = re.findall(r"pod (\S+): started (\S+) \(pid \d+, log (pods/\S+\.log)\)",
-                           kubelet_log.read_text()) if kubelet_log.exists() else []
-        starts = Counter(found)
+        text = kubelet_log.read_text() if kubelet_log.exists() else ""
+        starts = Counter(re.findall(r"pod (\S+): started (\S+) \(pid \d+, log (pods/\S+\.log)\)", text))
+        failed = {(pod, container, path): f"started {count} times" for (pod, container, path), count in starts.items()
+                  if count > 1}
+        for pod, container, code, path in re.findall(r"pod (\S+): (\S+) exited (-?\d+) \(log (pods/\S+\.log)\)", text):
+            if 1 <= int(code) <= 125:
+                failed[(pod, container, path)] = f"exited {code}"
         said = []
-        for (pod, container, relative), count in [(k, c) for k, c in starts.items() if c > 1][:most]:
+        for (pod, container, relative), what in list(failed.items())[-most:]:
             path = self.state_dir / relative
             tail = path.read_bytes()[-4096:].decode(errors="replace").splitlines()[-lines:] if path.exists() else []
-            said.append(f"pod {pod}, container {container}, started {count} times ({relative}):\n"
+            said.append(f"pod {pod}, container {container}, {what} ({relative}):\n"
                         + "\n".join(f"  | {t[:200]}" for t in tail))
         return "\n".join(said)
 

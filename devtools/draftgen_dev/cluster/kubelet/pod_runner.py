@@ -140,6 +140,8 @@ class PodRunner(threading.Thread):
         return proc
 
     def _finish(self, container, code: int) -> None:
+        log.info("pod %s/%s: %s exited %d (log pods/%s/%s.log)", self.pod.metadata.namespace, self.pod.metadata.name,
+                 container.name, code, self.pod.metadata.uid, container.name)
         self._container_status(container, {"terminated": {
             "exitCode": code, "reason": "Completed" if code == 0 else "Error",
             "startedAt": self.statuses[container.name]["state"].get("running", {}).get("startedAt", now()),
