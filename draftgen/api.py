@@ -331,6 +331,9 @@ class Estimate(Model):
     extraction_hours: float = Field(0.0, description=(
         "Extraction time of the tokens it stores at extractionTokensPerSecond (0 with it off)."))
     extraction_gpu_hours: float = Field(0.0, description="extractionHours x extraction.gpus.")
+    extraction_ends: str | None = Field(None, description=(
+        "Projected end of a running extraction: its corpus tokens not stored yet at its measured rate, "
+        "from its last report."))
     datasets: list[DatasetEstimate] = Field(default_factory=list,
                                             json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     assumptions: str = ""

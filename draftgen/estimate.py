@@ -123,6 +123,12 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     gpus = spec.server.replicas * spec.server.gpus_per_replica
     extraction_tps, extraction_basis = extraction_rate(spec, extraction)
     extraction_hours = stored / extraction_tps / 3600 if extraction_tps else 0.0
+    # From the report's own time, not now: the end moves when a report comes (every 15 s), and the
+    # status is not rewritten at every fold in between.
+    extraction_ends = (iso_after(extraction.report_time, max(0, extraction.corpus_tokens - extraction.tokens)
+                                 / extraction_tps)
+                       if extraction_basis == "measured" and not extraction.finished and extraction.report_time
+                       else None)
     return Estimate(
         response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),
         corpus_tokens=int(prompts) + response,
@@ -130,7 +136,8 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
         tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
         gpu_hours=round(to_generate / rate / 3600 * gpus, 1), extraction_tokens_per_second=round(extraction_tps, 1),
         extraction_rate_basis=extraction_basis, extraction_hours=round(extraction_hours, 2),
-        extraction_gpu_hours=round(extraction_hours * spec.extraction.gpus, 1), datasets=per_dataset,
+        extraction_gpu_hours=round(extraction_hours * spec.extraction.gpus, 1), extraction_ends=extraction_ends,
+        datasets=per_dataset,
         assumptions=assumptions(spec, preflight, hidden_size, aux, (rate, basis), (extraction_tps, extraction_basis)))
 
 

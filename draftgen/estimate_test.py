@@ -53,11 +53,17 @@ def test_the_extraction_pods_measured_rate_replaces_the_expected_one_once_it_rep
     loading = ExtractionStatus(tokens=0, corpus_tokens=140_000, tokens_per_second=0.0)  # no batch stored yet
     assert estimate(SPEC, found(), [], None, NOW, hidden_size=64, extraction=loading) == expected
     measured = estimate(SPEC, found(), [], None, NOW, hidden_size=64,
-                        extraction=ExtractionStatus(tokens=7_000, corpus_tokens=140_000, tokens_per_second=500.0))
+                        extraction=ExtractionStatus(tokens=7_000, corpus_tokens=140_000, tokens_per_second=500.0,
+                                                    report_time=NOW))
     assert measured.extraction_rate_basis == "measured" and measured.extraction_tokens_per_second == 500
     assert measured.extraction_hours == round(140_000 / 500 / 3600, 2) and "extraction at 500 tokens/s (measured)" \
         in measured.assumptions
     assert measured.extraction_gpu_hours == round(140_000 / 500 / 3600 * 8, 1)
+    # Running: the corpus's tokens not stored yet (133,000) at 500 tokens/s from the report's time;
+    # none once it has finished.
+    assert measured.extraction_ends == "2026-12-01T00:04:26Z" and expected.extraction_ends is None
+    done = ExtractionStatus(tokens=140_000, corpus_tokens=140_000, tokens_per_second=500.0, finished=True)
+    assert estimate(SPEC, found(), [], None, NOW, hidden_size=64, extraction=done).extraction_ends is None
     off = estimate(SpecBuilder().dataset("a", budget=100_000).spec(), found(), [], None, NOW, hidden_size=64)
     assert off.extraction_tokens_per_second == 0 and off.extraction_hours == 0
 
