@@ -228,7 +228,8 @@ def test_the_extraction_reports_its_progress_into_its_own_configmap_in_a_cluster
 def test_every_child_name_fits_for_the_longest_allowed_name():
     name = "n" * names.MAX_NAME_LENGTH
     children = [names.generation_job_name(name, 63), names.report_name(name, 63), names.merge_job_name(name),
-             names.extract_job_name(name), names.service_account_name(name), names.config_map_name(name, "0123456789")]
+             names.extract_job_name(name), names.service_account_name(name), names.config_map_name(name, "0123456789"),
+             names.preflight_report_name(name), names.extraction_report_name(name)]
     assert all(len(n) <= 63 for n in children)
     assert len(names.generation_job_name(name, 63)) + 6 <= 63  # the Job's pods add "-xxxxx"
 

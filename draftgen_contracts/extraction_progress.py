@@ -27,8 +27,8 @@ class ExtractionProgress(Document):
     tokens: int = Field(0, ge=0)  # tokens stored, by this run and any it resumed
     samples: int = Field(0, ge=0)  # samples stored, likewise
     corpus_tokens: int = Field(0, ge=0)  # tokens of the corpus splits it reads (before truncation and skips)
-    # Tokens stored per second by this run since its backend was loaded (loading excluded, as the
-    # estimate excludes it): the rate of this hardware, model and backend. 0 until a batch is stored.
+    # Tokens this run extracted per second since its backend was loaded (loading excluded, as the
+    # estimate excludes it): the rate of this hardware, model and backend. 0 until a batch is done.
     tokens_per_second: float = Field(0.0, ge=0)
     finished: bool = False
 

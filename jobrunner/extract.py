@@ -19,7 +19,6 @@ import hashlib
 import json
 import shutil
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,7 +33,6 @@ from jobrunner.hidden_states.store import ShardStore
 
 ESTIMATE_NAME = "estimate.json"
 BACKENDS = ("transformers", "sglang")
-INDEX_EVERY_S = 60.0
 
 
 def corpus_tokens(manifest: dict, splits: list[str]) -> int:
@@ -57,7 +55,7 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
     out_dir = Path(out_dir)
     estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, log)
-    reporter = ExtractionReporter(out_dir, estimate["tokens"], publish)
+    reporter = ExtractionReporter(out_dir, estimate["tokens"], publish, log=log)
     store = ShardStore(out_dir, {
         "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
         "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
@@ -97,7 +95,6 @@ def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporte
     shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])
     skipped: dict[str, int] = {}
     done_now = 0
-    last_index = time.monotonic()
     records = (r for split in splits for r in corpus.iter_corpus(corpus_dir, split))
     for window in plan.windows(records, sort_window):
         kept = kept_samples(window, max_len, too_long, skipped)
@@ -107,10 +104,6 @@ def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporte
             reporter.extracted_batch(store.buffered_tokens - buffered, store)
             if store.buffered_tokens >= shard_tokens:
                 store.flush()
-                if time.monotonic() - last_index > INDEX_EVERY_S:  # progress a reader can see, now and then
-                    store.write_index({"complete": False, "skipped": skipped})
-                    last_index = time.monotonic()
-                    log(f"extract: {len(store.samples)} samples in {len(store.shards)} shards")
     return skipped, done_now
 
 

@@ -1,7 +1,9 @@
 """One document into one of the run's report ConfigMaps, from a pod, with the standard library only.
 
-The SGLang extraction runs jobrunner in the server's image, which has no Kubernetes client; so the
-reports a pod publishes (the preflight's findings, the extraction's progress) go out as one merge
+The SGLang extraction runs jobrunner with the server image's Python, and SGLang 0.5.23's dependencies
+bring no Kubernetes client (its venv in the real-SGLang tier has none; the extraction pod failed on
+`import kubernetes` in tests/operator/test_real_sglang_pipeline.py before this). So the reports a pod
+publishes (the preflight's findings, the extraction's progress) go out as one merge
 PATCH over HTTPS, authenticated as any in-cluster client is: the ServiceAccount mount's token (read
 each time: the kubelet rotates it), its CA and its namespace, and the API server at
 KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT.

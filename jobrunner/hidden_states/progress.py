@@ -9,7 +9,6 @@ backend was loaded.
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Callable
@@ -18,14 +17,13 @@ from draftgen_contracts import names
 from draftgen_contracts.extraction_progress import EXTRACTION_REPORT_EVERY_S, ExtractionProgress
 from jobrunner.atomic import write_bytes_atomically
 
-log = logging.getLogger("jobrunner.extract")
-
 
 class ExtractionReporter:
     def __init__(self, out_dir: Path, corpus_tokens: int, publish: Callable[[str], None] | None = None,
-                 every_s: float = EXTRACTION_REPORT_EVERY_S, clock=time.time, monotonic=time.monotonic):
+                 every_s: float = EXTRACTION_REPORT_EVERY_S, clock=time.time, monotonic=time.monotonic,
+                 log=print):
         self.path = Path(out_dir) / names.EXTRACTION_KEY
-        self.corpus_tokens, self.publish, self.every_s = corpus_tokens, publish, every_s
+        self.corpus_tokens, self.publish, self.every_s, self.log = corpus_tokens, publish, every_s, log
         self.clock, self.monotonic = clock, monotonic
         self.started = self.last = monotonic()
         self.extracted = 0  # tokens this run, flushed or not
@@ -47,10 +45,12 @@ class ExtractionReporter:
             corpus_tokens=self.corpus_tokens, finished=finished,
             tokens_per_second=round(self.extracted / elapsed, 1) if elapsed > 0 and self.extracted else 0.0)
         text = progress.to_json()
+        self.log(f"extract: {progress.tokens:,} of {self.corpus_tokens:,} tokens stored ({progress.samples:,} samples), "
+                 f"{progress.tokens_per_second:,.0f} tokens/s")
         write_bytes_atomically(self.path, text.encode())
         if self.publish is not None:
             try:
                 self.publish(text)
             except Exception as e:  # the states matter more than their progress: extraction goes on
-                log.warning("could not publish the extraction's progress: %s", e)
+                self.log(f"extract: WARNING: could not publish the progress: {e}")
         return progress

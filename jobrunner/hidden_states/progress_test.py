@@ -20,7 +20,8 @@ def test_reports_come_every_interval_count_what_is_on_disk_and_time_the_rate_fro
     now = [100.0]
     published = []
     reporter = ExtractionReporter(tmp_path, corpus_tokens=10_000, publish=published.append, every_s=15,
-                                  clock=lambda: 1_700_000_000.0 + now[0], monotonic=lambda: now[0])
+                                  clock=lambda: 1_700_000_000.0 + now[0], monotonic=lambda: now[0],
+                                  log=lambda *_: None)
     now[0] = 160.0  # a minute of loading weights: not part of the rate
     reporter.start()
     store = Store()
@@ -44,7 +45,7 @@ def test_reports_come_every_interval_count_what_is_on_disk_and_time_the_rate_fro
 
 
 def test_a_run_with_nothing_left_to_extract_reports_no_rate(tmp_path):
-    reporter = ExtractionReporter(tmp_path, corpus_tokens=500)
+    reporter = ExtractionReporter(tmp_path, corpus_tokens=500, log=lambda *_: None)
     store = Store()
     store.tokens = 500  # all resumed from the shards on disk
     assert reporter.report(store, finished=True).tokens_per_second == 0.0

@@ -181,7 +181,10 @@ def test_the_progress_is_published_and_written_beside_the_states_and_ends_as_the
     # A publisher that fails costs the progress, never the states.
     def refused(_):
         raise RuntimeError("403 Forbidden")
-    again = fp32_extract(corpus_dir, tmp_path / "p", model_dir, publish=refused)
+    said = []
+    again = extract(corpus_dir, tmp_path / "p", model_dir, splits=["train", "eval"], dtype="fp32", publish=refused,
+                    log=said.append)
+    assert any("could not publish the progress: 403 Forbidden" in line for line in said)
     assert again["complete"] and json.loads((tmp_path / "p" / names.EXTRACTION_KEY).read_text())["finished"]
 
 

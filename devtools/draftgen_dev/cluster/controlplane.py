@@ -38,6 +38,9 @@ LOCAL_KUBELET_LABEL = "draftgen.io/local-kubelet"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # The end of each container log kept when a test failed: a server's start-up and its last words.
 KEPT_CONTAINER_LOG_BYTES = 64 * 1024
+# The local kubelet's log lines (kubelet/pod_runner.py) that say a container started, and exited.
+STARTED = re.compile(r"pod (\S+): started (\S+) \(pid \d+, log (pods/\S+\.log)\)")
+EXITED = re.compile(r"pod (\S+): (\S+) exited (-?\d+) \(log (pods/\S+\.log)\)")
 
 
 class ClusterError(RuntimeError):
@@ -208,13 +211,21 @@ class LocalCluster:
         once, or exited with an error of their own: 1-125, not a kill), for a failed session's
         output, where its kept files cannot be read."""
         kubelet_log = self.logs_dir / "local-kubelet.log"
-        text = kubelet_log.read_text() if kubelet_log.exists() else ""
-        starts = Counter(re.findall(r"pod (\S+): started (\S+) \(pid \d+, log (pods/\S+\.log)\)", text))
-        failed = {(pod, container, path): f"started {count} times" for (pod, container, path), count in starts.items()
-                  if count > 1}
-        for pod, container, code, path in re.findall(r"pod (\S+): (\S+) exited (-?\d+) \(log (pods/\S+\.log)\)", text):
-            if 1 <= int(code) <= 125:
-                failed[(pod, container, path)] = f"exited {code}"
+        starts: Counter = Counter()
+        failed: dict[tuple[str, str, str], str] = {}  # in the order of their last failure
+        for line in kubelet_log.read_text().splitlines() if kubelet_log.exists() else []:
+            if started := STARTED.search(line):
+                key = started.groups()
+                starts[key] += 1
+                what = f"started {starts[key]} times" if starts[key] > 1 else None
+            elif exited := EXITED.search(line):
+                pod, container, code, path = exited.groups()
+                key, what = (pod, container, path), f"exited {code}" if 1 <= int(code) <= 125 else None
+            else:
+                continue
+            if what:
+                failed.pop(key, None)
+                failed[key] = what
         said = []
         for (pod, container, relative), what in list(failed.items())[-most:]:
             path = self.state_dir / relative
