@@ -38,6 +38,8 @@ STARTUP_TIMEOUT_S = 3600
 
 # What a dataset's file holds and how it is read; the spec's datasets[] say the same.
 DatasetFormat = Literal["auto", "jsonl", "parquet"]
+# The config's formats: the spec's, and a JSON array (`auto` tells it by its first byte as well).
+DatasetFileFormat = Literal["auto", "jsonl", "json", "parquet"]
 DatasetKind = Literal["prompts", "traces"]
 
 
@@ -46,10 +48,35 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class DatasetFields(_Strict):
+    """Which column of a row holds what, for datasets whose columns have other names (`problem`,
+    `instruction`, `question`); unnamed ones are found as usual. `messages` may hold OpenAI turns
+    (role/content) or ShareGPT ones (from/value); `id` makes the row's own id its source id."""
+
+    prompt: str | None = Field(default=None, min_length=1, description="a column of text: the user's turn")
+    system: str | None = Field(default=None, min_length=1, description="a column of text: the system prompt")
+    messages: str | None = Field(default=None, min_length=1, description="a column holding a list of turns")
+    tools: str | None = Field(default=None, min_length=1, description="a column holding the tools offered")
+    id: str | None = Field(default=None, min_length=1, description="a column holding the row's own id")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DatasetFields:
+        named = {k: v for k, v in self.model_dump().items() if v is not None}
+        if not named:
+            raise ValueError("name at least one of prompt, system, messages, tools, id")
+        if self.prompt and self.messages:
+            raise ValueError("prompt and messages are two shapes of a row: name one of them")
+        columns = list(named.values())
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"each field needs a column of its own: {named}")
+        return self
+
+
 class DatasetConfig(_Strict):
     name: str = Field(pattern=DATASET_NAME_PATTERN)
-    path: str
-    format: DatasetFormat = "auto"
+    path: str = Field(description="a file, a folder of files or a glob of them, read in name order")
+    format: DatasetFileFormat = "auto"
+    fields: DatasetFields | None = Field(default=None, description="columns of other names")
     pretokenized: bool = False
     kind: DatasetKind = Field(
         default="prompts", description="traces: rows already hold the target's responses; never sent to the server")
@@ -72,6 +99,18 @@ class DatasetConfig(_Strict):
             return validate_sampling_params(v)
         except InvalidSamplingParams as e:
             raise ValueError(str(e)) from None
+
+    @model_validator(mode="after")
+    def _fields_fit_the_rows(self) -> DatasetConfig:
+        f = self.fields
+        if f is None:
+            return self
+        if self.pretokenized and (f.prompt or f.system or f.messages or f.tools):
+            raise ValueError("fields: a pretokenized dataset's rows are input_ids; only id applies")
+        if self.kind == "traces" and (f.prompt or f.system):
+            raise ValueError("fields: a trace's prompt and response come from its messages; prompt and system "
+                             "do not apply")
+        return self
 
     @field_validator("extra_request_fields")
     @classmethod

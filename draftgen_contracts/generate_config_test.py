@@ -68,3 +68,26 @@ def with_dataset(**fields) -> dict:
 ])
 def test_each_rule_is_refused_naming_the_field(changes, says):
     assert says in refusal(**changes)
+
+
+def test_fields_name_columns_of_other_names_and_old_configs_parse_without_them():
+    assert GenerateConfig.model_validate(BASE).datasets[0].fields is None
+    fields = {"prompt": "problem", "system": "instruction", "id": "uuid"}
+    d = DatasetConfig.model_validate({"name": "m", "path": "data/", "budget_tokens": 1, "fields": fields})
+    assert (d.fields.prompt, d.fields.system, d.fields.id, d.fields.messages) == ("problem", "instruction", "uuid", None)
+    assert DatasetConfig.model_validate({**BASE["datasets"][0], "format": "json"}).format == "json"
+    refused = {
+        "name at least one": {},
+        "name one of them": {"prompt": "q", "messages": "c"},
+        "a column of its own": {"prompt": "q", "id": "q"},
+        "Extra inputs are not permitted": {"question": "q"},
+    }
+    for message, wrong in refused.items():
+        with pytest.raises(ValidationError, match=message):
+            DatasetConfig.model_validate({**BASE["datasets"][0], "fields": wrong})
+    with pytest.raises(ValidationError, match="only id applies"):
+        DatasetConfig.model_validate({**BASE["datasets"][0], "pretokenized": True, "fields": {"prompt": "q"}})
+    with pytest.raises(ValidationError, match="prompt and system do not apply"):
+        DatasetConfig.model_validate({**BASE["datasets"][0], "kind": "traces", "fields": {"system": "s"}})
+    traces = DatasetConfig.model_validate({**BASE["datasets"][0], "kind": "traces", "fields": {"messages": "chat"}})
+    assert traces.fields.messages == "chat"
