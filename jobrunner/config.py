@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from draftgen_contracts.generate_config import DatasetConfig, GenerateConfig
 from draftgen_contracts.validation import error_lines
-from jobrunner.datasets import resolves_outside
+from jobrunner.dataset_files import DatasetRefused, files_outside
 
 # The config's two models are this module's too: jobrunner's code reads them from where it loads them.
 __all__ = ["ConfigError", "DatasetConfig", "GenerateConfig", "load_config", "missing_inputs", "parse_config"]
@@ -57,9 +57,12 @@ def missing_inputs(config: GenerateConfig) -> list[str]:
     if needs_tokenizer and config.tokenizer_path and not Path(config.tokenizer_path).is_dir():
         problems.append(f"tokenizer_path {config.tokenizer_path}: no such directory")
     for i, d in enumerate(config.datasets):
-        if (real := resolves_outside(d.path, config.input_roots)) is not None:
-            problems.append(f"datasets[{i}] ({d.name}): {d.path} is {real}, outside the volumes "
-                            f"{', '.join(config.input_roots)}: datasets are read from the run's volumes only")
-        elif not Path(d.path).is_file():
-            problems.append(f"datasets[{i}] ({d.name}): {d.path}: no such file")
+        try:
+            outside = files_outside(d.path, config.input_roots)
+        except DatasetRefused as e:  # no such file, or a folder or glob of none
+            problems.append(f"datasets[{i}] ({d.name}): {e}")
+            continue
+        problems.extend(f"datasets[{i}] ({d.name}): {path} is {real}, outside the volumes "
+                        f"{', '.join(config.input_roots)}: datasets are read from the run's volumes only"
+                        for path, real in outside)
     return problems

@@ -1,12 +1,19 @@
-"""Prompt datasets: streamed JSONL and Parquet rows in the common chat shapes.
+"""Prompt datasets: streamed JSONL, JSON array and Parquet rows in the common chat shapes, from one
+file or a set of them (jobrunner.dataset_files: folders, globs, shard sets, read in name order).
 
-Row shapes, recognised per row:
+Row shapes, recognised per row (docs/inputs.md):
 
 - OpenAI `messages` (roles system/developer/user/assistant/tool, assistant `tool_calls`, `tools`
   beside them), optionally as a JSON string;
-- ShareGPT `conversations` with `from`/`value` (human/gpt/system/tool and their usual aliases);
+- ShareGPT `conversations` with `from`/`value` (human/gpt/system/tool and their usual aliases); a
+  list of turns may mix `role`/`content` and `from`/`value`, told apart per turn;
 - a plain `prompt` with an optional `system`;
+- an OpenAI batch request (`custom_id`, `url`, `body`: jobrunner.openai_batch);
+- a Glaive function-calling row (`system`, `chat`: jobrunner.glaive);
 - pre-tokenized `input_ids`, used exactly as they are.
+
+A dataset's `fields` name the columns that hold the prompt, the system prompt, the messages, the
+tools and the row's own id when they have other names.
 
 A dataset of existing traces (kind `traces`) holds the responses too: token ids with the response
 span (`input_ids` with `prompt_len` or a `loss_mask`, or `prompt_ids` and `output_ids`), or messages
@@ -14,33 +21,50 @@ whose last turn is the assistant's (`Trace`, parse_trace).
 
 A multi-turn row regenerates its final assistant turn: everything after the last user or tool turn
 is dropped, so the prompt ends where the model must answer. Rows carry their source row index (the
-line number in JSONL, the position in Parquet), which is what makes sample ids stable for resume and
-what sharding uses: replica k of R takes the rows whose index % R == k.
+line number in JSONL, the position in a JSON array or in Parquet, counted on across the files of a
+set), which is what makes sample ids stable for resume and what sharding uses: replica k of R takes
+the rows whose index % R == k. A row's own id (its `fields.id` column, a batch request's
+`custom_id`) is carried beside it as its `source_id`; a row whose id an earlier row has is skipped as
+`duplicate_id` (every replica sees every row's id, so all agree which is first).
 
 A malformed row is never fatal: it comes out as a `SkippedRow` with one of the reasons in
 `SKIP_REASONS`, to be recorded once and counted. A file that cannot be read safely as a whole (not
 Parquet, no column of a known shape, a row group too large to hold) is a `DatasetRefused` naming it.
 
-Memory stays bounded whatever the file holds (docs/security.md#hostile-inputs): a JSONL line is held
-only up to MAX_ROW_BYTES (a longer one is skipped, read past in chunks); a Parquet row group is read
+Memory stays bounded whatever the file holds (docs/security.md#hostile-inputs): a JSONL line or an
+element of a JSON array is held only up to MAX_ROW_BYTES (a longer one is skipped, read past in
+chunks; an array is never parsed whole, jobrunner.json_array); a Parquet row group is read
 only when its metadata says it holds at most MAX_ROW_GROUP_BYTES, in batches of about BATCH_BYTES;
-a row nested deeper than MAX_DEPTH is skipped before anything recurses into it.
+a row nested deeper than MAX_DEPTH is skipped before anything recurses into it. The ids seen, for
+`duplicate_id`, are held as 8-byte hashes: about 70 bytes a row of a dataset with ids.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-DatasetFormat = Literal["auto", "jsonl", "parquet"]
+from draftgen_contracts.generate_config import DatasetFields
+from jobrunner.dataset_files import DatasetRefused, dataset_files, resolves_outside, sniff_format
+from jobrunner.glaive import glaive_conversation, is_glaive
+from jobrunner.json_array import ArrayRefused, array_elements
+from jobrunner.openai_batch import batch_request, is_batch_request
+from jobrunner.row_error import RowError
+
+# Re-exported: where the readers of datasets have always found them.
+__all__ = ["DatasetRefused", "RowError", "resolves_outside"]
+
+DatasetFormat = Literal["auto", "jsonl", "json", "parquet"]
 
 SKIP_REASONS = (
     "bad_json", "invalid_utf8", "not_an_object", "unknown_shape", "unknown_role", "no_user_turn",
     "empty", "non_text_content", "bad_input_ids", "bad_response_span", "no_response", "too_large", "too_deep",
+    "unconvertible", "unsupported_request", "bad_id", "duplicate_id",
 )
 
 # The longest row held: 16x the text a 256K-token context holds (about 1 MB at ~4 bytes a token).
@@ -54,7 +78,8 @@ MAX_ROW_GROUP_BYTES = 256 << 20
 BATCH_BYTES = 16 << 20
 READ_CHUNK = 1 << 20
 # A row of these top-level columns has a shape parse_row or parse_trace knows.
-KNOWN_COLUMNS = ("messages", "conversations", "prompt", "input_ids", "prompt_ids")
+KNOWN_COLUMNS = ("messages", "conversations", "prompt", "input_ids", "prompt_ids", "chat", "body")
+FIELD_KEYS = ("prompt", "system", "messages", "tools")
 
 SHAREGPT_ROLES = {
     "human": "user", "user": "user",
@@ -75,12 +100,15 @@ class Conversation:
     row: int
     messages: list[dict]
     tools: list[dict] | None = None
+    source_id: str | None = None  # the row's own id: its fields.id column, a batch request's custom_id
+    ignored_fields: tuple[str, ...] = ()  # what the row asked for that is not honoured (a batch request's)
 
 
 @dataclass(frozen=True)
 class Pretokenized:
     row: int
     input_ids: list[int]
+    source_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +123,7 @@ class Trace:
     messages: list[dict] | None = None  # message traces: the prompt turns, then the response turn
     tools: list[dict] | None = None
     finish_reason: str = "stop"
+    source_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,22 +134,6 @@ class SkippedRow:
 
 
 DatasetRow = Conversation | Pretokenized | Trace | SkippedRow
-
-
-class DatasetRefused(ValueError):
-    """A dataset file refused as a whole: the file, and why (with what to change)."""
-
-    def __init__(self, path: str | os.PathLike, reason: str):
-        super().__init__(f"{path}: {reason}")
-        self.path = str(path)
-        self.reason = reason
-
-
-class RowError(ValueError):
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 def _check_values(value: Any) -> None:
@@ -201,70 +214,121 @@ def prompt_messages(messages: list[dict]) -> list[dict]:
     return messages[: last + 1]
 
 
-def _openai_messages(raw: Any) -> list[dict]:
+def _turn(m: Any) -> dict:
+    """One turn, OpenAI's (`role`, `content`, `tool_calls`) or ShareGPT's (`from`, `value`), told apart
+    by its keys: datasets write either under either column name."""
+    if not isinstance(m, dict):
+        raise RowError("unknown_shape", "a turn is not an object")
+    m = _without_nones(m)
+    if "role" not in m and "from" in m:
+        role = SHAREGPT_ROLES.get(str(m["from"]).lower())
+        if role is None:
+            raise RowError("unknown_role", repr(m["from"])[:80])
+        return {"role": role, "content": _text_content(m.get("value"))}
+    role = OPENAI_ROLES.get(m.get("role")) or SHAREGPT_ROLES.get(str(m.get("role")).lower())
+    if role is None:
+        raise RowError("unknown_role", repr(m.get("role"))[:80])
+    message = {**m, "role": role, "content": _text_content(m.get("content"))}
+    if "tool_calls" in message:
+        message["tool_calls"] = [_without_nones(c) if isinstance(c, dict) else c for c in _maybe_json(message["tool_calls"])]
+    return message
+
+
+def _messages(raw: Any) -> list[dict]:
     raw = _maybe_json(raw)
     if not isinstance(raw, list) or not raw:
         raise RowError("empty", "no messages")
-    messages = []
-    for m in raw:
-        if not isinstance(m, dict):
-            raise RowError("unknown_shape", "a message is not an object")
-        m = _without_nones(m)
-        role = OPENAI_ROLES.get(m.get("role"))
-        if role is None:
-            raise RowError("unknown_role", repr(m.get("role"))[:80])
-        message = {**m, "role": role, "content": _text_content(m.get("content"))}
-        if "tool_calls" in message:
-            message["tool_calls"] = [_without_nones(c) if isinstance(c, dict) else c for c in _maybe_json(message["tool_calls"])]
-        messages.append(message)
-    return messages
+    return [_turn(m) for m in raw]
 
 
-def _sharegpt_messages(raw: Any) -> list[dict]:
-    raw = _maybe_json(raw)
-    if not isinstance(raw, list) or not raw:
-        raise RowError("empty", "no conversation turns")
-    messages = []
-    for turn in raw:
-        if not isinstance(turn, dict):
-            raise RowError("unknown_shape", "a turn is not an object")
-        role = SHAREGPT_ROLES.get(str(turn.get("from", "")).lower())
-        if role is None:
-            raise RowError("unknown_role", repr(turn.get("from"))[:80])
-        messages.append({"role": role, "content": _text_content(turn.get("value"))})
-    return messages
+def _tools(raw: Any) -> list[dict] | None:
+    tools = _maybe_json(raw) or None
+    if tools is not None and not isinstance(tools, list):
+        raise RowError("unknown_shape", "tools is not a list")
+    return tools
 
 
-def parse_row(row: int, obj: Any, pretokenized: bool = False) -> DatasetRow:
+def _mapped(obj: dict, fields: DatasetFields | None) -> dict:
+    """The row with the columns `fields` names under the keys the shapes know. A named prompt or
+    messages column is the row's shape: the row's own `messages`, `prompt`... are not looked at."""
+    if fields is None:
+        return obj
+    view = dict(obj)
+    if fields.prompt or fields.messages:
+        for key in ("messages", "conversations", "prompt", "chat", "body"):
+            view.pop(key, None)
+    for key in FIELD_KEYS:
+        column = getattr(fields, key)
+        if column is None:
+            continue
+        if obj.get(column) is None and key in ("prompt", "messages"):
+            raise RowError("unknown_shape", f"no {column!r} in the row (fields.{key}); keys {sorted(obj)[:8]}")
+        view[key] = obj.get(column)
+    return view
+
+
+def _converted(convert, obj: dict) -> tuple[list[dict], Any]:
+    """A conversion that parses text found in the row (a glaive row's functions), held to the row's rules."""
+    try:
+        messages, tools = convert(obj)
+    except RecursionError:
+        raise RowError("too_deep", f"nested deeper than {MAX_DEPTH}") from None
+    _check_values([messages, tools])
+    return messages, tools
+
+
+def _chat(obj: dict) -> tuple[list[dict], list[dict] | None, tuple[str, ...]]:
+    """A chat row's (messages, tools, fields not honoured), whatever its shape."""
+    if obj.get("messages") is not None:
+        return _messages(obj["messages"]), _tools(obj.get("tools")), ()
+    if obj.get("conversations") is not None:
+        return _messages(obj["conversations"]), _tools(obj.get("tools")), ()
+    if obj.get("prompt") is not None:
+        if not isinstance(obj["prompt"], str):
+            raise RowError("unknown_shape", "prompt is not a string")
+        system = [{"role": "system", "content": obj["system"]}] if obj.get("system") else []
+        return system + [{"role": "user", "content": obj["prompt"]}], _tools(obj.get("tools")), ()
+    if is_batch_request(obj):
+        messages, tools, _, ignored = batch_request(obj)
+        return _messages(messages), _tools(tools), ignored
+    if is_glaive(obj):
+        messages, tools = _converted(glaive_conversation, obj)
+        return _messages(messages), tools, ()
+    raise RowError("unknown_shape", f"keys {sorted(obj)[:8]}")
+
+
+def row_id(obj: Any, fields: DatasetFields | None) -> str | None:
+    """The row's own id: its `fields.id` column, or a batch request's custom_id; None when it has none."""
+    if not isinstance(obj, dict):
+        return None
+    if fields is not None and fields.id is not None:
+        value, where = obj.get(fields.id), f"fields.id {fields.id!r}"
+    elif is_batch_request(obj) and obj.get("custom_id") is not None:
+        value, where = obj["custom_id"], "custom_id"
+    else:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise RowError("bad_id", f"{where}: {value!r}"[:120])
+    return str(value)
+
+
+def parse_row(row: int, obj: Any, pretokenized: bool = False, fields: DatasetFields | None = None) -> DatasetRow:
     """One source row as a Conversation, a Pretokenized prompt, or a SkippedRow with its reason."""
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
+        source_id = row_id(obj, fields)
         if pretokenized or "input_ids" in obj and obj["input_ids"] is not None:
             ids = obj.get("input_ids")
             if not isinstance(ids, list) or not ids or not all(type(t) is int and t >= 0 for t in ids):
                 raise RowError("bad_input_ids", "input_ids must be a non-empty list of non-negative ints")
-            return Pretokenized(row, ids)
+            return Pretokenized(row, ids, source_id)
         _check_values(obj)  # what goes on to the chat template and the writer (token ids are checked above)
-        tools = _maybe_json(obj.get("tools")) or None
-        if tools is not None and not isinstance(tools, list):
-            raise RowError("unknown_shape", "tools is not a list")
-        if obj.get("messages") is not None:
-            messages = _openai_messages(obj["messages"])
-        elif obj.get("conversations") is not None:
-            messages = _sharegpt_messages(obj["conversations"])
-        elif obj.get("prompt") is not None:
-            if not isinstance(obj["prompt"], str):
-                raise RowError("unknown_shape", "prompt is not a string")
-            messages = ([{"role": "system", "content": obj["system"]}] if obj.get("system") else []) + [
-                {"role": "user", "content": obj["prompt"]}
-            ]
-        else:
-            raise RowError("unknown_shape", f"keys {sorted(obj)[:8]}")
+        messages, tools, ignored = _chat(_mapped(obj, fields))
         messages = prompt_messages(messages)
         if not any((m.get("content") or "").strip() for m in messages if m["role"] in PROMPT_ENDING_ROLES):
             raise RowError("empty", "every user/tool turn is empty")
-        return Conversation(row, messages, tools)
+        return Conversation(row, messages, tools, source_id, ignored)
     except RowError as e:
         return SkippedRow(row, e.reason, e.detail)
 
@@ -293,49 +357,58 @@ def _response_span(ids: list[int], obj: dict) -> int:
     return start
 
 
-def parse_trace(row: int, obj: Any) -> Trace | SkippedRow:
+def _message_trace(row: int, obj: dict, finish: str, source_id: str | None) -> Trace:
+    if obj.get("prompt") is not None or is_batch_request(obj):
+        raise RowError("unknown_shape", "a trace holds its response: messages, conversations or a glaive chat")
+    messages, tools, _ = _chat(obj)
+    if messages[-1]["role"] != "assistant" or not (messages[-1].get("content") or messages[-1].get("tool_calls")):
+        raise RowError("no_response", "the last turn of a trace must be the assistant's response")
+    if prompt_messages(messages[:-1]) != messages[:-1]:
+        raise RowError("no_response", "the turns before the response must end with a user or tool turn")
+    return Trace(row, messages=messages, tools=tools, finish_reason=finish, source_id=source_id)
+
+
+def parse_trace(row: int, obj: Any, fields: DatasetFields | None = None) -> Trace | SkippedRow:
     """One row of a traces dataset: {"input_ids", "prompt_len" | "loss_mask"}, {"prompt_ids",
-    "output_ids"}, or messages (OpenAI `messages` or ShareGPT `conversations`) ending with the
-    assistant's turn; `finish_reason` "length" marks a response cut at its limit."""
+    "output_ids"}, or messages (OpenAI `messages`, ShareGPT `conversations`, a glaive chat) ending
+    with the assistant's turn; `finish_reason` "length" marks a response cut at its limit."""
     try:
         if not isinstance(obj, dict):
             raise RowError("not_an_object", type(obj).__name__)
         finish = obj.get("finish_reason") or "stop"
         if finish not in ("stop", "length"):
             raise RowError("unknown_shape", f"finish_reason {finish!r}: expected stop or length")
+        source_id = row_id(obj, fields)
         if obj.get("prompt_ids") is not None:
             return Trace(row, _ids(obj["prompt_ids"], "prompt_ids"), _ids(obj.get("output_ids"), "output_ids"),
-                         finish_reason=finish)
+                         finish_reason=finish, source_id=source_id)
         if obj.get("input_ids") is not None:
             ids = _ids(obj["input_ids"], "input_ids")
             start = _response_span(ids, obj)
-            return Trace(row, ids[:start], ids[start:], finish_reason=finish)
+            return Trace(row, ids[:start], ids[start:], finish_reason=finish, source_id=source_id)
         _check_values(obj)
-        tools = _maybe_json(obj.get("tools")) or None
-        if obj.get("messages") is not None:
-            messages = _openai_messages(obj["messages"])
-        elif obj.get("conversations") is not None:
-            messages = _sharegpt_messages(obj["conversations"])
-        else:
-            raise RowError("unknown_shape", f"keys {sorted(obj)[:8]}")
-        if messages[-1]["role"] != "assistant" or not (messages[-1].get("content") or messages[-1].get("tool_calls")):
-            raise RowError("no_response", "the last turn of a trace must be the assistant's response")
-        if prompt_messages(messages[:-1]) != messages[:-1]:
-            raise RowError("no_response", "the turns before the response must end with a user or tool turn")
-        return Trace(row, messages=messages, tools=tools, finish_reason=finish)
+        return _message_trace(row, _mapped(obj, fields), finish, source_id)
     except RowError as e:
         return SkippedRow(row, e.reason, e.detail)
 
 
-def detect_format(path: str | os.PathLike, declared: DatasetFormat = "auto") -> Literal["jsonl", "parquet"]:
-    if declared != "auto":
-        return declared
-    suffix = Path(path).suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return "parquet"
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    raise ValueError(f"{path}: cannot tell the format from the extension; set format: jsonl or parquet")
+@dataclass(frozen=True)
+class _Reading:
+    """Which rows this replica parses, and whether every row's id is needed (`fields.id` named)."""
+
+    replica: int
+    replicas: int
+    ids: bool
+    batch_rows: int | None
+
+    def mine(self, index: int) -> bool:
+        return index % self.replicas == self.replica
+
+
+# (row index, the row's object or why it has none, whether it is this replica's); the next file's
+# first index is what a file's reader returns. Rows of other replicas come only when they may hold an
+# id (for `duplicate_id`).
+Objects = Generator[tuple[int, Any, bool], None, int]
 
 
 def _lines(f, limit: int) -> Iterator[bytes | int]:
@@ -351,29 +424,47 @@ def _lines(f, limit: int) -> Iterator[bytes | int]:
         yield length
 
 
-def _jsonl_objects(path: Path, replica: int, replicas: int) -> Iterator[tuple[int, Any]]:
+def _decoded(data: bytes | int) -> Any:
+    """A line's (or an array element's) value, or the RowError it is skipped for."""
+    if isinstance(data, int):
+        return RowError("too_large", f"a row of {data} bytes (at most {MAX_ROW_BYTES})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return RowError("invalid_utf8", str(e))
+    if not text.strip():
+        return RowError("empty", "blank line")
+    try:
+        return _loads(text)
+    except RowError as e:
+        return e
+
+
+def _text_objects(texts: Iterator[bytes | int], start: int, reading: _Reading) -> Objects:
+    """Rows of JSON text (lines or array elements), decoded when this replica's or when they may
+    hold an id (a cheap look for custom_id spares the other replicas' rows the JSON decoding)."""
+    count = 0
+    for count, data in enumerate(texts, 1):
+        index, mine = start + count - 1, reading.mine(start + count - 1)
+        if mine or isinstance(data, bytes) and (reading.ids or b'"custom_id"' in data):
+            yield index, _decoded(data), mine
+    return start + count
+
+
+def _jsonl_objects(path: Path, start: int, reading: _Reading) -> Objects:
     with open(path, "rb") as f:
-        for index, line in enumerate(_lines(f, MAX_ROW_BYTES)):
-            if index % replicas != replica:
-                continue
-            if isinstance(line, int):
-                yield index, RowError("too_large", f"a line of {line} bytes (at most {MAX_ROW_BYTES})")
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield index, RowError("invalid_utf8", str(e))
-                continue
-            if not text.strip():
-                yield index, RowError("empty", "blank line")
-                continue
-            try:
-                yield index, _loads(text)
-            except RowError as e:
-                yield index, e
+        return (yield from _text_objects(_lines(f, MAX_ROW_BYTES), start, reading))
 
 
-def _open_parquet(path: Path):
+def _json_array_objects(path: Path, start: int, reading: _Reading) -> Objects:
+    with open(path, "rb") as f:
+        try:
+            return (yield from _text_objects(array_elements(f, MAX_ROW_BYTES, READ_CHUNK), start, reading))
+        except ArrayRefused as e:
+            raise DatasetRefused(path, f"{e}; set format: jsonl for JSON Lines") from None
+
+
+def _open_parquet(path: Path, known: tuple[str, ...]):
     """The file, once its schema and row groups say it can be read in bounded memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -382,17 +473,17 @@ def _open_parquet(path: Path):
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as e:
         raise DatasetRefused(path, f"not a readable Parquet file ({str(e)[:200]})") from None
-    if (reason := _unsafe_to_read(pf)) is not None:
+    if (reason := _unsafe_to_read(pf, known)) is not None:
         pf.close()
         raise DatasetRefused(path, reason)
     return pf
 
 
-def _unsafe_to_read(pf) -> str | None:
+def _unsafe_to_read(pf, known: tuple[str, ...]) -> str | None:
     """Why a Parquet file is not read: no column of a known shape, or a row group too large to hold."""
     columns = pf.schema_arrow.names
-    if not set(columns) & set(KNOWN_COLUMNS):
-        return f"its columns {columns[:12]} hold none of {list(KNOWN_COLUMNS)}"
+    if not set(columns) & set(known):
+        return f"its columns {columns[:12]} hold none of {list(known)}"
     for group in range(pf.metadata.num_row_groups):
         size = pf.metadata.row_group(group).total_byte_size
         if size > MAX_ROW_GROUP_BYTES:
@@ -409,28 +500,68 @@ def _batch_rows(pf) -> int:
     return max(1, min(1024, int(BATCH_BYTES // max(average, 1))))
 
 
-def _parquet_objects(path: Path, replica: int, replicas: int, batch_rows: int | None) -> Iterator[tuple[int, Any]]:
+def _parquet_objects(path: Path, start: int, reading: _Reading, known: tuple[str, ...]) -> Objects:
     import pyarrow as pa
 
-    index = 0
-    with _open_parquet(path) as pf:
-        for batch in pf.iter_batches(batch_size=batch_rows or _batch_rows(pf)):
-            # Convert only this replica's rows of the batch to Python objects.
-            positions = range((replica - index) % replicas, batch.num_rows, replicas)
-            mine = batch if replicas == 1 else batch.take(pa.array(positions, type=pa.int64()))
-            for i, obj in zip(positions, mine.to_pylist()):
-                yield index + i, obj
+    index = start
+    with _open_parquet(path, known) as pf:
+        every_row = reading.replicas == 1 or reading.ids or "custom_id" in pf.schema_arrow.names
+        for batch in pf.iter_batches(batch_size=reading.batch_rows or _batch_rows(pf)):
+            if every_row:
+                for i, obj in enumerate(batch.to_pylist()):
+                    yield index + i, obj, reading.mine(index + i)
+            else:  # convert only this replica's rows of the batch to Python objects
+                positions = range((reading.replica - index) % reading.replicas, batch.num_rows, reading.replicas)
+                mine = batch.take(pa.array(positions, type=pa.int64()))
+                for i, obj in zip(positions, mine.to_pylist()):
+                    yield index + i, obj, True
             index += batch.num_rows
+    return index
 
 
-def resolves_outside(path: str | os.PathLike, roots: list[str]) -> str | None:
-    """Where `path` really is (symlinks followed) when that is under none of `roots`; None when it is
-    under one, or when no roots are given."""
-    if not roots:
+def _objects(files: list[Path], fmt: DatasetFormat, reading: _Reading, known: tuple[str, ...]) -> Objects:
+    """The rows of every file in turn, each file's indexes counting on from the files before it."""
+    start = 0
+    for path in files:
+        kind = sniff_format(path, fmt)
+        if kind == "parquet":
+            start = yield from _parquet_objects(path, start, reading, known)
+        elif kind == "json":
+            start = yield from _json_array_objects(path, start, reading)
+        else:
+            start = yield from _jsonl_objects(path, start, reading)
+    return start
+
+
+class _SeenIds:
+    """The source ids seen so far, as 8-byte hashes (a set of ids of any length would not be bounded)."""
+
+    def __init__(self) -> None:
+        self._hashes: set[int] = set()
+
+    def first(self, source_id: str) -> bool:
+        """Whether no earlier row had this id (it is then taken)."""
+        digest = hashlib.blake2b(source_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        h = int.from_bytes(digest, "little")
+        if h in self._hashes:
+            return False
+        self._hashes.add(h)
+        return True
+
+
+def _repeated_id(obj: Any, fields: DatasetFields | None, seen: _SeenIds) -> str | None:
+    """The row's id when an earlier row had it: the first row with an id takes it, whatever becomes
+    of that row, so every replica and every resume agree."""
+    try:
+        source_id = None if isinstance(obj, RowError) else row_id(obj, fields)
+    except RowError:
         return None
-    real = Path(os.path.realpath(path))
-    inside = any(real.is_relative_to(os.path.realpath(root)) for root in roots)
-    return None if inside else str(real)
+    return source_id if source_id is not None and not seen.first(source_id) else None
+
+
+def _known_columns(fields: DatasetFields | None) -> tuple[str, ...]:
+    named = [c for c in (fields.model_dump().values() if fields else ()) if c is not None]
+    return (*KNOWN_COLUMNS, *named)
 
 
 def read_rows(
@@ -442,20 +573,23 @@ def read_rows(
     replica: int = 0,
     replicas: int = 1,
     batch_rows: int | None = None,
+    fields: DatasetFields | None = None,
 ) -> Iterator[DatasetRow]:
-    """Stream this replica's share of a dataset, in row order, as parsed or skipped rows (Trace rows
-    for a dataset of existing traces); DatasetRefused for a file that cannot be read safely.
-    `batch_rows`: Parquet rows per batch (default: about BATCH_BYTES of the file's average row)."""
+    """Stream this replica's share of a dataset (a file, a folder or a glob: jobrunner.dataset_files),
+    in row order, as parsed or skipped rows (Trace rows for a dataset of existing traces);
+    DatasetRefused for a file that cannot be read safely. `batch_rows`: Parquet rows per batch
+    (default: about BATCH_BYTES of the file's average row)."""
     if not 0 <= replica < replicas:
         raise ValueError(f"replica {replica} is not in [0, {replicas})")
-    path = Path(path)
-    objects = (
-        _parquet_objects(path, replica, replicas, batch_rows)
-        if detect_format(path, fmt) == "parquet"
-        else _jsonl_objects(path, replica, replicas)
-    )
-    for index, obj in objects:
+    reading = _Reading(replica, replicas, fields is not None and fields.id is not None, batch_rows)
+    seen = _SeenIds()
+    for index, obj, mine in _objects(dataset_files(path), fmt, reading, _known_columns(fields)):
+        repeated = _repeated_id(obj, fields, seen)
+        if not mine:
+            continue
         if isinstance(obj, RowError):
             yield SkippedRow(index, obj.reason, obj.detail)
+        elif repeated is not None:
+            yield SkippedRow(index, "duplicate_id", f"id {repeated!r} is an earlier row's"[:200])
         else:
-            yield parse_trace(index, obj) if traces else parse_row(index, obj, pretokenized)
+            yield parse_trace(index, obj, fields) if traces else parse_row(index, obj, pretokenized, fields)

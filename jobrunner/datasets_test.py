@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -187,3 +189,102 @@ def test_a_path_is_outside_when_its_symlinks_lead_out_of_every_root(tmp_path):
     assert resolves_outside(volume / "prompts" / "link.jsonl", []) is None  # no roots: anywhere
     (tmp_path / "mounted").symlink_to(volume)  # a root that is itself a link is where it leads
     assert resolves_outside(volume / "prompts" / "ok.jsonl", [str(tmp_path / "mounted")]) is None
+
+
+def write_jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def outcome(rows):
+    return [(r.row, getattr(r, "reason", "ok")) for r in rows]
+
+
+def test_a_shard_set_reads_its_files_in_name_order_with_indexes_counted_on(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"prompt": ["p0", "p1", "p2"]}), data / "train-00000-of-00003.parquet")
+    (data / "train-00001-of-00003.json").write_text(json.dumps([{"prompt": "a0"}, {"prompt": "a1"}]))
+    write_jsonl(data / "train-00002-of-00003.jsonl", [{"prompt": "j0"}, {"prompt": "j1"}])
+    (data / "README.md").write_text("# not rows")
+    rows = list(read_rows(data))
+    assert [(r.row, r.messages[0]["content"]) for r in rows] == [
+        (0, "p0"), (1, "p1"), (2, "p2"), (3, "a0"), (4, "a1"), (5, "j0"), (6, "j1")]
+    assert list(read_rows(f"{data}/train-*")) == rows
+    shards = [[r.row for r in read_rows(data, replica=k, replicas=3, batch_rows=2)] for k in range(3)]
+    assert shards == [[0, 3, 6], [1, 4], [2, 5]]
+
+
+def test_a_json_array_is_streamed_with_the_jsonl_bounds(tmp_path, monkeypatch):
+    import jobrunner.datasets as datasets
+
+    monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 200)
+    monkeypatch.setattr(datasets, "READ_CHUNK", 16)
+    rows = [{"prompt": "a"}, {"prompt": "x" * 500}, {"prompt": "deep", "m": json.loads("[" * 70 + "]" * 70)}, 7,
+            {"prompt": "\ud800"}, {"prompt": "b"}]
+    path = tmp_path / "rows.jsonl"  # the extension lies: the first byte says a JSON array
+    path.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n")
+    assert outcome(read_rows(path)) == [(0, "ok"), (1, "too_large"), (2, "too_deep"), (3, "not_an_object"),
+                                        (4, "invalid_utf8"), (5, "ok")]
+    path.write_text('[{"prompt": "a"}, {"prompt": ')
+    assert outcome(read_rows(path)) == [(0, "ok"), (1, "bad_json")]
+    path.write_text('{"prompt": "a"}\n')
+    with pytest.raises(datasets.DatasetRefused, match="rows.jsonl: not a JSON array"):
+        list(read_rows(path, "json"))
+
+
+def test_fields_name_the_columns_of_other_names():
+    from draftgen_contracts.generate_config import DatasetFields
+
+    fields = DatasetFields(prompt="problem", system="instruction", id="uuid")
+    row = parse_row(0, {"problem": "2+2?", "instruction": "Think.", "uuid": "a-1", "messages": [{"role": "user"}]},
+                    fields=fields)
+    assert row.messages == [{"role": "system", "content": "Think."}, {"role": "user", "content": "2+2?"}]
+    assert row.source_id == "a-1"
+    assert parse_row(0, {"question": "q", "uuid": "a"}, fields=fields).reason == "unknown_shape"
+    assert parse_row(0, {"problem": "q", "uuid": ["a"]}, fields=fields).reason == "bad_id"
+    chats = DatasetFields(messages="dialog", tools="functions", id="n")
+    turns = [{"role": "user", "content": "hi"}, {"from": "gpt", "value": "hello"}, {"role": "human", "content": "more"}]
+    row = parse_row(0, {"dialog": turns, "functions": json.dumps(TOOLS), "n": 17}, fields=chats)
+    assert [(m["role"], m["content"]) for m in row.messages] == [("user", "hi"), ("assistant", "hello"), ("user", "more")]
+    assert row.tools == TOOLS and row.source_id == "17"
+    # ShareGPT's column with role/content turns, without fields: told apart per turn.
+    row = parse_row(0, {"conversations": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})
+    assert row.messages == [{"role": "user", "content": "a"}]
+    assert parse_row(2, {"input_ids": [1, 2], "n": 5}, fields=DatasetFields(id="n")) == Pretokenized(2, [1, 2], "5")
+
+
+def test_a_repeated_id_is_skipped_the_same_way_by_every_replica(tmp_path):
+    from draftgen_contracts.generate_config import DatasetFields
+
+    ids = ["a", "b", "a", "c", "b", "d"]
+    path = write_jsonl(tmp_path / "d.jsonl", [{"q": f"q{i}", "key": k} for i, k in enumerate(ids)])
+    fields = DatasetFields(prompt="q", id="key")
+    whole = outcome(read_rows(path, fields=fields))
+    assert whole == [(0, "ok"), (1, "ok"), (2, "duplicate_id"), (3, "ok"), (4, "duplicate_id"), (5, "ok")]
+    shared = sorted(r for k in range(3) for r in outcome(read_rows(path, fields=fields, replica=k, replicas=3)))
+    assert shared == whole
+    parquet = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"q": [f"q{i}" for i in range(6)], "key": ids}), parquet)
+    shared = sorted(r for k in range(2) for r in outcome(read_rows(parquet, fields=fields, replica=k, replicas=2)))
+    assert shared == whole
+    batch = [{"custom_id": k, "url": "/v1/chat/completions", "body": {"messages": [{"role": "user", "content": k}]}}
+             for k in ids]
+    path = write_jsonl(tmp_path / "batch.jsonl", batch)
+    assert sorted(r for k in range(2) for r in outcome(read_rows(path, replica=k, replicas=2))) == whole
+
+
+def test_a_parquet_file_whose_columns_fields_name_is_read():
+    import tempfile
+
+    from draftgen_contracts.generate_config import DatasetFields
+    from jobrunner.datasets import DatasetRefused
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/math.parquet"
+        pq.write_table(pa.table({"problem": ["1+1?"], "answer": ["2"]}), path)
+        with pytest.raises(DatasetRefused, match="hold none of"):
+            list(read_rows(path))
+        assert [r.messages for r in read_rows(path, fields=DatasetFields(prompt="problem"))] == [
+            [{"role": "user", "content": "1+1?"}]]

@@ -31,6 +31,7 @@ class Prompt:
     # An existing trace's response (kind `traces`): written as it is, never asked of the server.
     response_ids: list[int] | None = None
     finish_reason: str = "stop"
+    source_id: str | None = None  # the row's own id (jobrunner.datasets), carried into its record
 
 
 def classify_prompt(prompt_tokens: int, classes: Sequence[PromptClass]) -> PromptClass:
@@ -157,7 +158,7 @@ class PromptPreparer:
         else:
             cls = classify_prompt(len(ids), self.classes)
         if response is not None:  # a trace keeps its own response; it is never sent, so no context applies
-            return Prompt(row.row, ids, cls.name, len(response), response, row.finish_reason)
+            return Prompt(row.row, ids, cls.name, len(response), response, row.finish_reason, row.source_id)
         wanted = self.max_new_tokens_override or cls.max_new_tokens
         max_new = max_new_tokens_for(len(ids), wanted, self.context_length, self.policy, self.min_room)
         if max_new is None:
@@ -166,7 +167,7 @@ class PromptPreparer:
                 f"{len(ids)} prompt tokens leave {self.context_length - len(ids) - 1} of {self.context_length} "
                 f"(policy {self.policy}, wanted {wanted}, min room {self.min_room})",
             )
-        return Prompt(row.row, ids, cls.name, max_new)
+        return Prompt(row.row, ids, cls.name, max_new, source_id=row.source_id)
 
     def _trace_ids(self, trace: Trace) -> tuple[list[int], list[int]]:
         if trace.messages is None:

@@ -22,6 +22,7 @@ from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, Inval
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig, GenerateConfig
 from jobrunner.coordination import Coordinator
+from jobrunner.dataset_files import record_file_set
 from jobrunner.datasets import read_rows
 from jobrunner.generate import provenance
 from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
@@ -30,7 +31,7 @@ from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.end_tokens import model_end_ids
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.generate.slot_table import SlotTable
-from jobrunner.output import PartWriter, other_parts
+from jobrunner.output import PartWriter, dataset_dir, other_parts
 from jobrunner.prompts import Prompt, PromptPreparer
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.rids import make_rid
@@ -159,6 +160,8 @@ class Engine:
         # One server per process: one decode clock for every dataset. Its bins are a small part
         # of the publish interval, the time scale of every other decision.
         clock = DecodeClock(time.monotonic(), bin_s=cfg.progress_interval_s / 20)
+        for d in cfg.datasets:  # a dataset whose files would move its rows' indexes fails the run first
+            record_file_set(d.path, dataset_dir(cfg.output_root, d.name))
         for index, d in enumerate(cfg.datasets):
             writer = self.writers[d.name] = PartWriter(cfg.output_root, d.name, cfg.replica)
             elsewhere = other_parts(cfg.output_root, d.name, cfg.replica, cfg.replicas)
@@ -229,7 +232,7 @@ class Engine:
             class_override=d.prompt_class, max_new_tokens_override=d.max_new_tokens,
         )
         rows = read_rows(d.path, d.format, pretokenized=d.pretokenized, traces=d.kind == "traces",
-                         replica=self.config.replica, replicas=self.config.replicas)
+                         replica=self.config.replica, replicas=self.config.replicas, fields=d.fields)
         writer = self.writers[d.name]
         prompts = prepared_prompts(rows, preparer.prepare, writer.is_done, self._executor)
         try:
@@ -357,6 +360,7 @@ class Engine:
             "rid": result.rid,
             "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": time.time()},
             **({"source": "trace"} if prompt.response_ids is not None else {}),
+            **({"source_id": prompt.source_id} if prompt.source_id is not None else {}),
             **({"cut_at_budget": True, "cut": {"generated": keep.generated, "estimated": keep.estimated}}
                if keep.generated is not None else {}),
         })

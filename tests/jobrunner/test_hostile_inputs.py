@@ -86,7 +86,9 @@ def parquet():
 
 rows, jsonl = growth(lambda: [(r.row, getattr(r, "reason", "ok")) for r in read_rows(sys.argv[1])])
 refused, parquet_bytes = growth(parquet)
-print(json.dumps({"rows": rows, "jsonl_bytes": jsonl, "parquet": refused, "parquet_bytes": parquet_bytes}))
+array_rows, array = growth(lambda: [(r.row, getattr(r, "reason", "ok")) for r in read_rows(sys.argv[3])])
+print(json.dumps({"rows": rows, "jsonl_bytes": jsonl, "parquet": refused, "parquet_bytes": parquet_bytes,
+                  "array_rows": array_rows, "array_bytes": array}))
 """
 
 WRITE_PARQUET = """
@@ -101,19 +103,22 @@ def test_reading_hostile_files_stays_within_the_stated_memory(tmp_path):
     """The bounds of jobrunner.datasets, measured as the reader's peak resident memory over its
     baseline: a JSONL file of a 256 MB line, JSON nested 2 million deep and the largest row admitted
     costs at most 6 x MAX_ROW_BYTES (the largest row, its text and its objects; 87 MiB measured);
-    a Parquet row group over MAX_ROW_GROUP_BYTES is refused from its metadata (5 MiB measured)."""
-    jsonl = tmp_path / "hostile.jsonl"
-    with open(jsonl, "wb") as f:
-        f.write(json.dumps({"prompt": "first"}).encode() + b"\n" + b'{"prompt": "')
-        for _ in range(256):
-            f.write(b"x" * MiB)
-        f.write(b'"}\n' + b"[" * (2 * MiB) + b"]" * (2 * MiB) + b"\n")
-        f.write(json.dumps({"prompt": "\ud800"}).encode() + b"\n" + b"\xc3\x28\n")
-        f.write(json.dumps({"messages": [{"role": "user", "content": "y" * (MAX_ROW_BYTES - 100)}]}).encode())  # the largest row
+    a Parquet row group over MAX_ROW_GROUP_BYTES is refused from its metadata (5 MiB measured). The
+    same rows as the elements of one JSON array cost the same bound."""
+    jsonl, array = tmp_path / "hostile.jsonl", tmp_path / "hostile.json"
+    for path, start, between, end in ((jsonl, b"", b"\n", b""), (array, b"[", b",\n", b"]")):
+        with open(path, "wb") as f:
+            f.write(start + json.dumps({"prompt": "first"}).encode() + between + b'{"prompt": "')
+            for _ in range(256):
+                f.write(b"x" * MiB)
+            f.write(b'"}' + between + b"[" * (2 * MiB) + b"]" * (2 * MiB) + between)
+            f.write(json.dumps({"prompt": "\ud800"}).encode() + between + b"\xc3\x28" + between)
+            f.write(json.dumps({"messages": [{"role": "user", "content": "y" * (MAX_ROW_BYTES - 100)}]}).encode()
+                    + end)  # the largest row
     parquet = tmp_path / "one-group.parquet"
     subprocess.run([sys.executable, "-c", WRITE_PARQUET, str(parquet)], check=True, timeout=120)
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(jsonl), str(parquet)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(jsonl), str(parquet), str(array)], capture_output=True,
+                          text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert [tuple(r) for r in got["rows"]] == [(0, "ok"), (1, "too_large"), (2, "too_deep"), (3, "invalid_utf8"),
@@ -121,3 +126,4 @@ def test_reading_hostile_files_stays_within_the_stated_memory(tmp_path):
     assert got["jsonl_bytes"] <= 6 * MAX_ROW_BYTES, got
     assert got["parquet"].startswith("row group 0 holds") and MAX_ROW_GROUP_BYTES < 300 * MiB, got
     assert got["parquet_bytes"] <= 16 * MiB, got
+    assert got["array_rows"] == got["rows"] and got["array_bytes"] <= 6 * MAX_ROW_BYTES, got
