@@ -90,6 +90,9 @@ SPEC_RULES = [
          f"!has(self.model.mountPath) || !self.model.mountPath.matches('{CLIMBS}')"),
     Rule(".server.args", f"server.args must not set {', '.join(OWN_SERVER_FLAGS)}: draftgen sets them from the spec",
          f"!has(self.server.args) || !self.server.args.exists(a, a.split('=')[0] in {json.dumps(OWN_SERVER_FLAGS)})"),
+    Rule(".server.args", "server.args must not set --trust-remote-code: set model.trustRemoteCode: true, which "
+         "gives the server the flag and loads the tokenizer, config and model with the same trust in draftgen's pods",
+         "!has(self.server.args) || !self.server.args.exists(a, a.split('=')[0] == '--trust-remote-code')"),
     Rule(".server.nodeSelector", "server.nodeSelector keys must be qualified names and its values label values",
          f"!has(self.server.nodeSelector) || self.server.nodeSelector.all(k, k.matches('{QUALIFIED_NAME}') && "
          f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))"),

@@ -83,6 +83,11 @@ class TargetModel(Model):
     tokenizer: str | None = Field(None, max_length=512,
                                   description="Tokenizer folder relative to the model volume (default: path).")
     chat_template: ChatTemplate = Field(default_factory=ChatTemplate, description="Chat-template options.")
+    trust_remote_code: bool = Field(False, description=(
+        "Run the Python that the model folder ships (auto_map in config.json or tokenizer_config.json: a custom "
+        "tokenizer or model class, as Kimi-K2.5's) in every pod that loads it: preflight, generation, "
+        "extraction, and the server, which gets --trust-remote-code from this field alone. Off, a folder "
+        "that needs it fails preflight naming the file that asked (docs/security.md#remote-code)."))
     context_length: int = Field(32768, ge=256, le=1048576, description=(
         "Context length the server runs with; every maxNewTokens must be below it."))
 

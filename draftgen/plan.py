@@ -64,7 +64,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
     return GenerateConfig(
         server_url=server_url, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
-        tokenizer_path=tokenizer_path or spec.model.tokenizer_path(),
+        tokenizer_path=tokenizer_path or spec.model.tokenizer_path(), trust_remote_code=spec.model.trust_remote_code,
         input_roots=[names.DATA_MOUNT, spec.model.mount_path],  # never a secret or the image through a symlink
         chat_template_kwargs=spec.model.chat_template.template_kwargs(),
         context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
@@ -215,13 +215,19 @@ def _with_gpus(resources: dict[str, Any], gpus: int) -> dict[str, Any]:
 POD_IP = "$(POD_IP)"
 
 
+def model_args(spec: api.DatasetGenerationSpec) -> list[str]:
+    """The server's flags that come from spec.model beyond its path: admission refuses them in server.args."""
+    return ["--trust-remote-code"] if spec.model.trust_remote_code else []
+
+
 def server_args(spec: api.DatasetGenerationSpec, host: str = POD_IP, port: int | None = None,
                 model_path: str | None = None, extra: list[str] | None = None) -> list[str]:
     """The generation server's flags (`sglang.launch_server`'s spellings); the pod's by default."""
     s = spec.server
     return ["--model-path", model_path or spec.model.checkpoint_path(), "--tp-size", str(s.tensor_parallel_size),
             "--host", host, "--port", str(s.port if port is None else port),
-            "--context-length", str(spec.model.context_length), *(s.args if extra is None else extra)]
+            "--context-length", str(spec.model.context_length), *model_args(spec),
+            *(s.args if extra is None else extra)]
 
 
 def generate_command(config_path: str, replica: int, server_url: str, metrics_address: str | None = None) -> list[str]:
@@ -304,8 +310,10 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
               *[a for kind in e.exports for a in ("--export", kind)]]
     if e.backend == "sglang":
         return [*sglang_python(spec.server.command), "-m", "jobrunner", "extract", *common, "--backend", "sglang",
-                "--tp-size", str(spec.server.tensor_parallel_size), "--server-args", json.dumps(spec.server.args)]
-    return ["jobrunner", "extract", *common, *(["--device-map", "auto"] if e.gpus else [])]
+                "--tp-size", str(spec.server.tensor_parallel_size),
+                "--server-args", json.dumps([*model_args(spec), *spec.server.args])]
+    return ["jobrunner", "extract", *common, *(["--device-map", "auto"] if e.gpus else []),
+            *(["--trust-remote-code"] if spec.model.trust_remote_code else [])]
 
 
 def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:

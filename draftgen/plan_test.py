@@ -166,6 +166,23 @@ def test_transformers_extraction_runs_in_draftgens_image_over_the_pods_gpus():
     assert extract["command"][:2] == ["jobrunner", "extract"] and "--device-map auto" in " ".join(extract["command"])
 
 
+def test_trusting_the_models_code_reaches_every_pod_that_loads_it_from_the_one_field():
+    trusted = k25().model(path="kimi-k2.5", trustRemoteCode=True)
+    spec = trusted.spec()
+    server = plan.generation_job("k25", spec, 0, SETTINGS, plan.config_object("k25", "ml", spec, SETTINGS))
+    (sidecar,) = server["spec"]["template"]["spec"]["initContainers"]
+    assert sidecar["args"].count("--trust-remote-code") == 1
+    assert plan.generate_config(spec, server_url="http://x", output_root="/data/k25", run_id="k25",
+                                coordination=CoordinationConfig(), progress_interval_s=5).trust_remote_code
+    (extract,) = plan.extract_job("k25", spec, SETTINGS)["spec"]["template"]["spec"]["containers"]
+    assert "--trust-remote-code" in extract["command"]
+    sglang = plan.extract_command("k25", trusted.extraction(backend="sglang").spec())
+    assert json.loads(sglang[sglang.index("--server-args") + 1])[0] == "--trust-remote-code"
+    untrusted = plan.extract_job("k25", SPEC, SETTINGS)["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--trust-remote-code" not in untrusted and "--trust-remote-code" not in generation_pod()[0]["spec"][
+        "template"]["spec"]["initContainers"][0]["args"]
+
+
 def test_rendered_generate_config_is_a_valid_jobrunner_config():
     _, config = generation_pod()
     parsed = parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY]))

@@ -157,6 +157,8 @@ class GenerateConfig(_Strict):
     replica: int = Field(default=0, ge=0)
     replicas: int = Field(default=1, gt=0)
     tokenizer_path: str | None = None
+    trust_remote_code: bool = Field(default=False, description=(
+        "load the tokenizer with the Python its folder ships (auto_map); the spec's model.trustRemoteCode"))
     input_roots: list[str] = Field(default_factory=list, description=(
         "folders every dataset file must really be in, symlinks followed (a pod's volumes); empty: anywhere"))
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)

@@ -169,17 +169,19 @@ def extract_batch(store: ShardStore, backend: Backend, batch: list[tuple[str, li
     return len(todo)
 
 
-def _transformers_backend(model_path, layers, final_state, dtype, device="cpu", device_map=None):
+def _transformers_backend(model_path, layers, final_state, dtype, device="cpu", device_map=None,
+                          trust_remote_code=False):
     from jobrunner.hidden_states.transformers_backend import TransformersBackend
 
     return TransformersBackend(model_path, layers, final_state=final_state, dtype=dtype,
-                               device=device, device_map=device_map)
+                               device=device, device_map=device_map, trust_remote_code=trust_remote_code)
 
 
 def backend_factory(args: argparse.Namespace):
     """The backend the command line names, as `extract` makes it: (model, layers, final state, dtype)."""
     if args.backend == "transformers":
-        return lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map)
+        return lambda m, l, f, d: _transformers_backend(m, l, f, d, args.device, args.device_map,
+                                                        args.trust_remote_code)
     server_args = json.loads(args.server_args)
     if not isinstance(server_args, list) or not all(isinstance(a, str) for a in server_args):
         raise ValueError(f"--server-args {args.server_args!r}: expected a JSON list of strings")
@@ -222,6 +224,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "process (needs SGLang importable; docs/eagle3.md#the-sglang-backend)")
     parser.add_argument("--device", default="cpu", help="transformers: torch device when --device-map is not given")
     parser.add_argument("--device-map", help="transformers: device_map, e.g. auto (spreads a big model over GPUs)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="transformers: run the Python the model folder ships (auto_map); sglang: in --server-args")
     parser.add_argument("--tp-size", type=int, default=1, help="sglang: tensor-parallel ranks (one per GPU)")
     parser.add_argument("--server-args", default="[]",
                         help="sglang: the generation server's own flags as a JSON list (quantization, memory, "

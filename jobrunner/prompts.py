@@ -72,10 +72,12 @@ def input_ids_of(encoded: Any) -> list[int]:
     return [int(t) for t in ids]
 
 
-def load_tokenizer(path: str | os.PathLike):
+def load_tokenizer(path: str | os.PathLike, trust_remote_code: bool = False):
+    """The folder's tokenizer; `trust_remote_code` runs the Python it ships (auto_map), as Kimi-K2.5's
+    tiktoken tokenizer needs (docs/security.md#remote-code)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(path))
+    return AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
 
 
 def render_conversation(tokenizer, conversation: Conversation, template_kwargs: Mapping[str, Any],

@@ -105,6 +105,8 @@ INVALID = {
     "server flag draftgen sets, with =": (with_server(args=["--port=31000"]), "spec.server.args"),
     "a server config file (the keys come in draftgen's)": (with_server(args=["--config", "/etc/s.yaml"]),
                                                            "spec.server.args"),
+    "remote code asked of the server alone (model.trustRemoteCode says it for every pod)": (
+        with_server(args=["--trust-remote-code"]), "spec.server.args"),
     "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
     # Found by the generated differential test (tests/operator/test_admission_differential.py):
     "an integer written 1.0": (with_server(tensorParallelSize=8.0), "spec.server.tensorParallelSize"),

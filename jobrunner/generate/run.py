@@ -47,7 +47,7 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     """Run one generate process to completion; returns its exit status. With `metrics_address`
     (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics). `keys`: the
     server's, by default from the environment (the pod gets them from the run's Secret)."""
-    tokenizer = load_tokenizer(config.tokenizer_path) if config.tokenizer_path else None
+    tokenizer = load_tokenizer(config.tokenizer_path, config.trust_remote_code) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
     # No pool limit: the engine bounds the requests in flight (the classes, and the slots a finished
     # class lends, known only once the server says its context length), and a cut aborts every one

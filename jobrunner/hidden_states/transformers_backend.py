@@ -29,23 +29,20 @@ TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8":
 class TransformersBackend:
     def __init__(self, model_path: str, aux_layers: list[int] | None, final_state: str = "post-norm",
                  dtype: str = "bf16", device: str = "cpu", device_map: str | None = None,
-                 attn_implementation: str | None = None):
+                 attn_implementation: str | None = None, trust_remote_code: bool = False):
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM
 
         from jobrunner.hidden_states import plan
 
         if final_state not in FINAL_STATES:
             raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
-        config = AutoConfig.from_pretrained(model_path)
-        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-        self.num_layers = int(text_config.num_hidden_layers)
-        self.hidden_size = int(text_config.hidden_size)
+        self.num_layers, self.hidden_size = model_dims(model_path)
         self.aux_layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(self.num_layers)
         plan.check_aux_layers(self.aux_layers, self.num_layers)  # before the (possibly huge) weights load
         self.final_state = final_state
         self.dtype = dtype
-        kwargs = {"dtype": getattr(torch, TORCH_DTYPES[dtype])}
+        kwargs = {"dtype": getattr(torch, TORCH_DTYPES[dtype]), "trust_remote_code": trust_remote_code}
         if device_map:
             kwargs["device_map"] = device_map
         if attn_implementation:
@@ -55,11 +52,8 @@ class TransformersBackend:
             model.to(device)
         model.eval()
         self._torch = torch
-        self._base = model.base_model
-        layers = getattr(self._base, "layers", None)
-        self._norm = getattr(self._base, "norm", None)
-        if layers is None or self._norm is None:
-            raise ValueError(f"{type(self._base).__name__}: expected `.layers` and `.norm` on the base model")
+        self._base = decoder_stack(model)
+        layers, self._norm = self._base.layers, self._base.norm
         self._input_device = self._base.get_input_embeddings().weight.device
         self._captured: dict = {}
         for slot, layer in enumerate(self.aux_layers):
@@ -94,10 +88,26 @@ class TransformersBackend:
         return out
 
 
-def model_dims(model_path: str) -> tuple[int, int]:
-    """(decoder layers, hidden size) from the config alone, so the estimate comes before the weights load."""
-    from transformers import AutoConfig
+def decoder_stack(model):
+    """The base model that holds the decoder layers and the final norm: the causal LM's own, or, in a
+    multimodal wrapper (Kimi-K2.5's holds its language model beside a vision tower), the first module
+    that has both. Calling it skips the lm_head (and any vision tower)."""
+    base = model.base_model
+    candidates = [base, *(m for m in model.modules() if m is not base)]
+    found = next((m for m in candidates if hasattr(m, "layers") and hasattr(m, "norm")), None)
+    if found is None:
+        raise ValueError(f"{type(model).__name__}: no module with `.layers` and `.norm` (a decoder stack)")
+    return found
 
-    config = AutoConfig.from_pretrained(model_path)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return int(text_config.num_hidden_layers), int(text_config.hidden_size)
+
+def model_dims(model_path: str) -> tuple[int, int]:
+    """(decoder layers, hidden size) from config.json alone (the text model's, where a wrapper nests it),
+    so the estimate comes before the weights load and no code the folder ships runs for it."""
+    from jobrunner.preflight.model_facts import model_facts
+    from jobrunner.preflight.problem import PreflightProblem
+
+    try:
+        facts = model_facts(model_path)
+    except PreflightProblem as e:
+        raise ValueError(str(e)) from None
+    return facts.num_layers, facts.hidden_size

@@ -20,6 +20,7 @@ from jobrunner.prompts import PromptPreparer
 from .dataset_scan import DatasetFindings, scan_dataset
 from .model_facts import ModelFacts, model_facts
 from .problem import PreflightProblem
+from .remote_code import check_config_trust
 from .tokenizer_check import TokenizerFacts, check_tokenizer
 
 
@@ -56,6 +57,7 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
     if missing:  # a typo in a path, a volume holding something else
         raise PreflightProblem("the run's inputs", "; ".join(missing))
     findings.model = model = model_facts(model_dir)
+    check_config_trust(model_dir, config.trust_remote_code)
     findings.context_length = context = config.context.length or model.context_length
     if not context:
         raise PreflightProblem(f"{model_dir}/config.json", "no max_position_embeddings, and the spec sets no "
@@ -63,7 +65,8 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
     tokenizer = None
     if config.tokenizer_path:
         needs_template = any(not d.pretokenized for d in config.datasets)
-        tokenizer, findings.tokenizer = check_tokenizer(config.tokenizer_path, model.vocab_size, needs_template)
+        tokenizer, findings.tokenizer = check_tokenizer(config.tokenizer_path, model.vocab_size, needs_template,
+                                                        config.trust_remote_code)
     classes = config.prompt_classes
     wanted = {c.name: c.max_new_tokens for c in classes}
     end_ids = end_token_ids(tokenizer, model_dir)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from jobrunner.prompts import load_tokenizer
 
 from .problem import PreflightProblem
+from .remote_code import is_remote_code_refusal, refusal
 
 
 @dataclass(frozen=True)
@@ -20,11 +21,13 @@ class TokenizerFacts:
     has_chat_template: bool
 
 
-def check_tokenizer(path: str, model_vocab_size: int, needs_template: bool):
+def check_tokenizer(path: str, model_vocab_size: int, needs_template: bool, trust_remote_code: bool = False):
     """(the tokenizer, its facts); a PreflightProblem naming the path when it cannot serve the run."""
     try:
-        tokenizer = load_tokenizer(path)
+        tokenizer = load_tokenizer(path, trust_remote_code)
     except Exception as e:
+        if is_remote_code_refusal(e):
+            raise refusal(path) from None
         raise PreflightProblem(path, f"the tokenizer does not load: {type(e).__name__}: {e}"[:500]) from None
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if needs_template and not has_template:
