@@ -35,8 +35,9 @@ def main(args: argparse.Namespace) -> int:
     for d in findings.datasets:
         reach = "" if d.budget_reachable else (f"; the budget looks out of reach: about {d.expected_response_tokens:,} "
                                                f"tokens from its rows")
+        ignored = f"; not honoured (rows): {d.ignored_fields}" if d.ignored_fields else ""
         print(f"{d.name}: {d.rows} rows, {d.usable_rows} usable, {d.prompt_tokens:,} prompt tokens, "
-              f"skipped {d.skipped_by_reason or 'none'}{reach}")
+              f"skipped {d.skipped_by_reason or 'none'}, {d.files} file(s){reach}{ignored}")
     if findings.problem is not None:
         print(f"preflight: {findings.problem.says()}", file=sys.stderr)
         return exit_codes.BAD_CONFIG

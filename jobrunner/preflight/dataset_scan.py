@@ -1,6 +1,7 @@
-"""One pass over a dataset with the tokenizer, as generation will read it: rows, rows skipped by
-reason, usable rows, prompt tokens, the prompt-length distribution per class, rows whose prompt leaves
-too little room in the context, and whether the budget is reachable with the usable rows."""
+"""One pass over a dataset with the tokenizer, as generation will read it: its files, rows, rows
+skipped by reason, the request fields its rows ask for that are not honoured, usable rows, prompt
+tokens, the prompt-length distribution per class, rows whose prompt leaves too little room in the
+context, and whether the budget is reachable with the usable rows."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pydantic import Field, computed_field
 from draftgen_contracts.length_stats import LengthStats, length_stats
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
+from draftgen_contracts.generate_config import DatasetFields
+from jobrunner.dataset_files import dataset_files
 from jobrunner.datasets import (Conversation, DatasetRefused, DatasetRow, Pretokenized, SkippedRow, Trace,
                                 read_rows)
 from jobrunner.prompts import Prompt, PromptPreparer
@@ -32,6 +35,8 @@ class DatasetFindings(DatasetReport):
     """The findings' dataset report, and for people what else the scan saw."""
 
     path: str
+    files: int = 0  # the files of its folder, glob or shard set (one for a file)
+    ignored_fields: dict[str, int] = Field(default_factory=dict)  # request fields not honoured -> rows (batch rows)
     clamped_rows: int = 0  # usable, but the context leaves less than the class's max new tokens
     classes: dict[str, LengthStats] = Field(default_factory=dict)  # prompt lengths per prompt class
     shapes: dict[str, int] = Field(default_factory=dict)  # template shape -> rows
@@ -58,21 +63,30 @@ def rows_of(path: str, fmt: str, **kwargs) -> Iterator[DatasetRow]:
         raise PreflightProblem(e.path, e.reason) from None
 
 
+def count_files(path: str) -> int:
+    try:
+        return len(dataset_files(path))
+    except DatasetRefused as e:
+        raise PreflightProblem(e.path, e.reason) from None
+
+
 def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: int, vocab_size: int, *,
                  fmt: str = "auto", pretokenized: bool = False, traces: bool = False, end_ids: frozenset = frozenset(),
-                 wanted_max_new: dict[str, int] | None = None) -> DatasetFindings:
+                 wanted_max_new: dict[str, int] | None = None, fields: DatasetFields | None = None) -> DatasetFindings:
     """Scan every row; a PreflightProblem when the template fails on a whole shape of row (its first
     row of that shape), a prompt holds a token the model does not have, or no row is usable. A
     traces dataset's responses count as they are, and must end with this model's end tokens
     (`end_ids`) where they ended by stop: traces of another tokenizer fail here."""
-    found = DatasetFindings(name=name, path=path, budget_tokens=budget_tokens)
+    found = DatasetFindings(name=name, path=path, budget_tokens=budget_tokens, files=count_files(path))
     skipped: Counter = Counter()
+    ignored: Counter = Counter()
     lengths: dict[str, Counter] = {}
     expected = 0.0
     first_of_shape: dict[str, int] = {}
     stopped = ended = 0
-    for row in rows_of(path, fmt, pretokenized=pretokenized, traces=traces):
+    for row in rows_of(path, fmt, pretokenized=pretokenized, traces=traces, fields=fields):
         found.rows += 1
+        ignored.update(getattr(row, "ignored_fields", ()))
         shape = shape_of(row) if isinstance(row, Conversation) or (isinstance(row, Trace) and row.messages) else None
         if shape is not None and shape not in first_of_shape:
             first_of_shape[shape] = row.row
@@ -104,6 +118,7 @@ def scan_dataset(name: str, path: str, preparer: PromptPreparer, budget_tokens: 
         expected += (len(prepared.response_ids) if prepared.response_ids is not None
                      else PRIOR_RESPONSE_FRACTION * prepared.max_new_tokens)
     found.skipped_by_reason = dict(sorted(skipped.items()))
+    found.ignored_fields = dict(sorted(ignored.items()))
     found.expected_response_tokens = int(expected)
     found.classes = {cls: length_stats(counts) for cls, counts in sorted(lengths.items())}
     if not found.usable_rows:

@@ -75,7 +75,7 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
                                   config.context.min_room_tokens, d.prompt_class, d.max_new_tokens)
         findings.datasets.append(scan_dataset(
             d.name, d.path, preparer, d.budget_tokens, model.vocab_size, fmt=d.format, pretokenized=d.pretokenized,
-            traces=d.kind == "traces", end_ids=end_ids,
+            traces=d.kind == "traces", end_ids=end_ids, fields=d.fields,
             wanted_max_new={c: d.max_new_tokens or w for c, w in wanted.items()}))
 
 
