@@ -6,7 +6,7 @@ import json
 import pytest
 
 from jobrunner.dataset_files import (DatasetRefused, dataset_files, files_outside, record_file_set,
-                                     sniff_format)
+                                     resolves_outside, sniff_format)
 
 
 def touch(path, text="{}\n"):
@@ -32,6 +32,23 @@ def test_no_file_is_refused_naming_the_path(tmp_path):
         with pytest.raises(DatasetRefused) as refused:
             dataset_files(path)
         assert refused.value.path == str(path)
+
+
+def test_a_path_is_outside_when_its_symlinks_lead_out_of_every_root(tmp_path):
+    volume, elsewhere = tmp_path / "data", tmp_path / "secrets"
+    (volume / "prompts").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "token").write_text("{}")
+    (volume / "prompts" / "ok.jsonl").write_text("{}")
+    (volume / "prompts" / "link.jsonl").symlink_to(elsewhere / "token")
+    (volume / "prompts" / "inner.jsonl").symlink_to(volume / "prompts" / "ok.jsonl")
+    roots = [str(volume), str(tmp_path / "models")]
+    assert resolves_outside(volume / "prompts" / "ok.jsonl", roots) is None
+    assert resolves_outside(volume / "prompts" / "inner.jsonl", roots) is None
+    assert resolves_outside(volume / "prompts" / "link.jsonl", roots) == str(elsewhere / "token")
+    assert resolves_outside(volume / "prompts" / "link.jsonl", []) is None  # no roots: anywhere
+    (tmp_path / "mounted").symlink_to(volume)  # a root that is itself a link is where it leads
+    assert resolves_outside(volume / "prompts" / "ok.jsonl", [str(tmp_path / "mounted")]) is None
 
 
 def test_every_file_of_a_set_must_be_in_the_volumes(tmp_path):

@@ -50,14 +50,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from draftgen_contracts.generate_config import DatasetFields
-from jobrunner.dataset_files import DatasetRefused, dataset_files, resolves_outside, sniff_format
+from jobrunner.dataset_files import DatasetRefused, dataset_files, sniff_format
 from jobrunner.glaive import glaive_conversation, is_glaive
 from jobrunner.json_array import ArrayRefused, array_elements
 from jobrunner.openai_batch import batch_request, is_batch_request
 from jobrunner.row_error import RowError
-
-# Re-exported: where the readers of datasets have always found them.
-__all__ = ["DatasetRefused", "RowError", "resolves_outside"]
 
 DatasetFormat = Literal["auto", "jsonl", "json", "parquet"]
 
