@@ -96,6 +96,9 @@ def model_config(num_layers: int, hidden: int) -> dict:
         "auto_map": {"AutoConfig": "configuration_kimi.KimiLikeConfig",
                      "AutoModelForCausalLM": "modeling_kimi.KimiLikeForCausalLM"},
         "text_config": text,
+        # A wrapper with a text_config is multimodal to SGLang, which then wants an image processor for
+        # the architecture; this one has no vision tower (sglang/srt/configs/model_config.py reads it).
+        "language_model_only": True,
         "tie_word_embeddings": False, "bos_token_id": ids["[BOS]"], "eos_token_id": ids["[EOS]"],
         "pad_token_id": ids["[PAD]"], "dtype": "float32",
     }
