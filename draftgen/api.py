@@ -187,7 +187,14 @@ class Dataset(Model):
     max_new_tokens: int | None = Field(None, ge=1, description="Overrides the prompt class's max_new_tokens.")
     concurrency: int | None = Field(None, ge=1, description="Overrides the prompt class's concurrency.")
     sampling_params: SamplingParams = Field(default_factory=SamplingParams, description=(
-        "SGLang sampling_params (its own snake_case names); max_new_tokens comes from the class or dataset."))
+        "SGLang sampling_params (its own snake_case names); max_new_tokens comes from the class or dataset. "
+        "A key left unset takes the model's recommendation from its generation_config.json (temperature, "
+        "top_p, top_k, min_p, repetition_penalty), then SGLang's own default: SGLang applies that file to "
+        "its OpenAI routes only, not to the native /generate draftgen sends (docs/sglang.md#sampling-defaults). "
+        "The sampling each dataset used is in the run's provenance."))
+    chat_template: ChatTemplate | None = Field(None, json_schema_extra=IMMUTABLE, description=(
+        "Chat-template options for this dataset over model.chatTemplate: enableThinking here wins, kwargs are "
+        "merged over the model's (thinking on for reasoning data, off for short tool calls, in one run)."))
 
 
 class Output(Model):

@@ -65,6 +65,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
         server_url=server_url, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
         tokenizer_path=tokenizer_path or spec.model.tokenizer_path(), trust_remote_code=spec.model.trust_remote_code,
+        model_path=spec.model.checkpoint_path(),
         input_roots=[names.DATA_MOUNT, spec.model.mount_path],  # never a secret or the image through a symlink
         chat_template_kwargs=spec.model.chat_template.template_kwargs(),
         context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
@@ -76,7 +77,8 @@ def _dataset_config(spec: api.DatasetGenerationSpec, d: api.Dataset, path: str |
     return DatasetConfig(
         name=d.name, path=path or dataset_path(spec, d), format=d.format, pretokenized=d.pretokenized, kind=d.kind,
         budget_tokens=d.budget_tokens, sample_cap=d.sample_cap, prompt_class=d.prompt_class,
-        max_new_tokens=d.max_new_tokens, concurrency=d.concurrency, sampling_params=d.sampling_params.as_dict())
+        max_new_tokens=d.max_new_tokens, concurrency=d.concurrency, sampling_params=d.sampling_params.as_dict(),
+        chat_template_kwargs=d.chat_template.template_kwargs() if d.chat_template else None)
 
 
 def config_text(config: GenerateConfig) -> str:

@@ -157,6 +157,8 @@ class GenerateConfig(_Strict):
     replica: int = Field(default=0, ge=0)
     replicas: int = Field(default=1, gt=0)
     tokenizer_path: str | None = None
+    model_path: str | None = Field(default=None, description=(
+        "the checkpoint's folder: its generation_config.json's sampling is every dataset's default"))
     trust_remote_code: bool = Field(default=False, description=(
         "load the tokenizer with the Python its folder ships (auto_map); the spec's model.trustRemoteCode"))
     input_roots: list[str] = Field(default_factory=list, description=(
@@ -203,6 +205,7 @@ class GenerateConfig(_Strict):
         return self.model_copy(update={
             "output_root": where(self.output_root),
             "tokenizer_path": where(self.tokenizer_path) if self.tokenizer_path else None,
+            "model_path": where(self.model_path) if self.model_path else None,
             "input_roots": [where(root) for root in self.input_roots],
             "datasets": [d.model_copy(update={"path": where(d.path)}) for d in self.datasets],
             "coordination": c.model_copy(update={"directory": where(c.directory) if c.directory else None})})

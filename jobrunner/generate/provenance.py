@@ -10,6 +10,7 @@ from pathlib import Path
 from draftgen_contracts import names, provenance
 from jobrunner.atomic import write_json_atomically
 from jobrunner.config import GenerateConfig
+from jobrunner.recommended_sampling import recommended_sampling
 
 
 def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_error: str | None = None,
@@ -28,6 +29,8 @@ def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_er
                       "files": provenance.file_hashes(config.tokenizer_path, provenance.TOKENIZER_FILES)},
         "chat_template_sha256": provenance.sha256_text(template) if isinstance(template, str) else None,
         "prompt_classes": [c.model_dump() for c in config.prompt_classes],
+        # The model's own recommendation, which each dataset's sampling_params below includes where it set none.
+        "recommended_sampling": recommended_sampling(config.model_path),
         "datasets": {d.name: {"chat_template_kwargs": config.template_kwargs_for(d),
                               "sampling_params": d.sampling_params, "max_new_tokens": d.max_new_tokens,
                               "prompt_class": d.prompt_class, "pretokenized": d.pretokenized}

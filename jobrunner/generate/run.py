@@ -17,6 +17,7 @@ from jobrunner.generate.engine import Engine
 from jobrunner.preflight.model_facts import model_facts
 from jobrunner.preflight.problem import PreflightProblem
 from jobrunner.prompts import load_tokenizer
+from jobrunner.recommended_sampling import with_recommended_sampling
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
 
@@ -47,6 +48,7 @@ async def run_generate(config: GenerateConfig, coordinator: Coordinator | None =
     """Run one generate process to completion; returns its exit status. With `metrics_address`
     (HOST:PORT) it serves its Prometheus metrics there (jobrunner.generate.metrics). `keys`: the
     server's, by default from the environment (the pod gets them from the run's Secret)."""
+    config = with_recommended_sampling(config)  # what each dataset sends, and so what the provenance records
     tokenizer = load_tokenizer(config.tokenizer_path, config.trust_remote_code) if config.tokenizer_path else None
     retry = RetryPolicy(max_attempts=config.max_attempts)
     # No pool limit: the engine bounds the requests in flight (the classes, and the slots a finished

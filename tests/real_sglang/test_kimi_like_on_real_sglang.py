@@ -15,7 +15,7 @@ import pytest
 
 from draftgen import cli
 from draftgen_dev.demo_assets import write_datasets
-from draftgen_dev.kimi_like import build_kimi_like, special_token_ids
+from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, build_kimi_like, special_token_ids
 from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.corpus import iter_corpus
 from jobrunner.datasets import read_rows
@@ -47,11 +47,39 @@ def kimi_server(kimi_like, tmp_path_factory):
     server.stop()
 
 
+def test_sglang_applies_the_models_recommended_sampling_to_its_openai_routes_but_not_to_generate(kimi_like,
+                                                                                                  kimi_server):
+    """What draftgen's default rests on (jobrunner/recommended_sampling.py): the model's
+    generation_config.json says top_k 1, so a request that got it answers greedily, the same every time.
+    The server runs with SGLang 0.5.23's default --sampling-defaults model. A one-off run with
+    --sampling-defaults openai answered neither route greedily (docs/sglang.md#sampling-defaults)."""
+    tokenizer = load_tokenizer(kimi_like / "kimi-like", trust_remote_code=True)
+    row = next(r for r in read_rows(write_datasets(kimi_like.parent / "probe", 5)["chat"]) if hasattr(r, "messages"))
+    ids = render_conversation(tokenizer, row, {"thinking": False})
+
+    def generate(**params):
+        status, body = kimi_server.post("/generate", {"input_ids": ids, "sampling_params": {"max_new_tokens": 40,
+                                                                                             **params}})
+        assert status == 200, body
+        return json.loads(body)["output_ids"]
+
+    def chat(**params):
+        status, body = kimi_server.post("/v1/chat/completions", {"model": "m", "max_tokens": 40, **params,
+                                                                 "messages": row.messages})
+        assert status == 200, body
+        return json.loads(body)["choices"][0]["message"]["content"]
+
+    greedy = generate(temperature=0)
+    assert [generate() for _ in range(3)] != [greedy] * 3  # /generate: SGLang's own temperature 1.0
+    assert [chat() for _ in range(3)] == [chat(temperature=0)] * 3  # /v1/chat/completions: the file's
+
+
 def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_like, kimi_server, tmp_path, capsys):
     data = tmp_path / "data"
     prompts = write_datasets(data / "prompts", rows_per_dataset=40)
     spec = quickstart(budget_tokens=BUDGET, server_args=[])
     spec["spec"]["model"].update(path="kimi-like", trustRemoteCode=True, chatTemplate={"enableThinking": False})
+    spec["spec"]["datasets"][0]["chatTemplate"] = {"enableThinking": True}  # chat thinks, the others do not
     code = cli.main(["run", str(write_spec(tmp_path / "kimi.yaml", spec)), "--data-dir", str(data),
                      "--model-dir", str(kimi_like), "--server-url", kimi_server.base_url])
     out = capsys.readouterr().out
@@ -67,10 +95,23 @@ def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_lik
     rows = {(name, r.row): r for name, path in prompts.items() for r in read_rows(path)}
     empty_think = [special_token_ids()["<think>"], special_token_ids()["</think>"]]
     for record in records:
+        thinking = record["dataset"] == "chat"
         expected = render_conversation(tokenizer, rows[record["dataset"], record["row"]],
-                                       {"enable_thinking": False, "thinking": False})
-        assert record["input_ids"] == expected and expected[-2:] == empty_think
+                                       {"enable_thinking": thinking, "thinking": thinking})
+        assert record["input_ids"] == expected and (expected[-2:] == empty_think) != thinking
         assert record["completion_tokens"] == len(record["output_ids"]) and record["prompt_tokens"] == len(expected)
+
+    # Unset sampling keys take generation_config.json's; a dataset's own keys win (the quickstart's chat
+    # sets temperature 0.7, sharegpt temperature 1.0 and a seed, tools nothing).
+    sampling = {r["dataset"]: r["sampling_params"] for r in records}
+    assert sampling["tools"] == {**RECOMMENDED_SAMPLING, "max_new_tokens": sampling["tools"]["max_new_tokens"]}
+    assert sampling["chat"]["temperature"] == 0.7 and sampling["chat"]["top_k"] == 1
+    assert sampling["sharegpt"]["temperature"] == 1.0 and sampling["sharegpt"]["sampling_seed"] == 7
+    manifest = json.loads((root / "corpus" / "manifest.json").read_text())
+    [session, *_] = manifest["provenance"]["sessions"]
+    assert session["recommended_sampling"] == RECOMMENDED_SAMPLING
+    assert session["datasets"]["chat"]["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True}
+    assert session["datasets"]["tools"]["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
 
     # Both extraction backends over the same corpus store the same states.
     index = json.loads((root / "hidden-states" / INDEX_NAME).read_text())

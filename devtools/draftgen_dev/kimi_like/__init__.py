@@ -36,9 +36,10 @@ SPECIAL_TOKENS = [
     "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<think>", "</think>", "[PAD]",
 ]
 TURN_END = "<|im_end|>"
-# The sampling its authors recommend, as generation_config.json says it (Kimi-K2.5's model card:
-# temperature 1.0 thinking, 0.6 instant; top_p 0.95): what an unset samplingParams should use.
-RECOMMENDED_SAMPLING = {"temperature": 0.6, "top_p": 0.95}
+# The sampling its authors recommend, as generation_config.json says it: Kimi-K2.5's own temperature
+# and top_p (0.6 and 0.95 instant), and top_k 1 so that whether a server applied the file shows in
+# one request (greedy answers are the same every time).
+RECOMMENDED_SAMPLING = {"temperature": 0.6, "top_p": 0.95, "top_k": 1}
 
 CORPUS = (
     "The quick brown fox jumps over the lazy dog. What is the weather in Paris today? It is sunny and warm. "
