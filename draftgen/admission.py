@@ -49,6 +49,17 @@ LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 LARGEST_DEFAULT_MAX_NEW = max(c.max_new_tokens for c in DEFAULT_PROMPT_CLASSES)
 
 
+# datasets[].fields: the columns it names, each '' when unnamed (a name is never empty), and whether
+# it names any column of a row's text (a pretokenized row has ids only; a trace has no prompt column).
+FIELD_NAMES = [f for f in api.DatasetFields.model_fields]
+FIELD_COLUMNS = "[" + ", ".join(f"has(d.fields.{f}) ? d.fields.{f} : ''" for f in FIELD_NAMES) + "]"
+TEXT_FIELDS = " || ".join(f"has(d.fields.{f})" for f in ("prompt", "system", "messages", "tools"))
+
+
+def fields_rule(condition: str) -> str:
+    return f"self.datasets.all(d, !has(d.fields) || ({condition}))"
+
+
 SGLANG_BACKEND_CEL = "!has(self.extraction) || !has(self.extraction.backend) || self.extraction.backend != 'sglang'"
 EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
 SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
@@ -82,6 +93,17 @@ SPEC_RULES = [
          "volume (model.mountPath): a pod's other files are its secrets and its image",
          f"self.datasets.all(d, !d.path.startsWith('/') || d.path.startsWith('{names.DATA_MOUNT}/') || "
          "d.path.startsWith(self.model.mountPath.endsWith('/') ? self.model.mountPath : self.model.mountPath + '/'))"),
+    Rule(".datasets", "datasets[].fields must name at least one of " + ", ".join(FIELD_NAMES),
+         fields_rule(" || ".join(f"has(d.fields.{f})" for f in FIELD_NAMES))),
+    Rule(".datasets", "datasets[].fields: prompt and messages are two shapes of a row: name one of them",
+         fields_rule("!(has(d.fields.prompt) && has(d.fields.messages))")),
+    Rule(".datasets", "datasets[].fields must name a column once (each field needs a column of its own)",
+         fields_rule(f"{FIELD_COLUMNS}.filter(c, c != '').all(c, {FIELD_COLUMNS}.filter(x, x == c).size() == 1)")),
+    Rule(".datasets", "datasets[].fields: a pretokenized dataset's rows are input_ids, so only id applies",
+         fields_rule(f"!has(d.pretokenized) || !d.pretokenized || !({TEXT_FIELDS})")),
+    Rule(".datasets", "datasets[].fields: a trace's prompt and response come from its messages, so prompt and "
+         "system do not apply", fields_rule("!has(d.kind) || d.kind != 'traces' || !(has(d.fields.prompt) || "
+                                            "has(d.fields.system))")),
     Rule(".output.path", "output.path must not climb out of the volume with a '..' segment",
          f"!has(self.output.path) || !self.output.path.matches('{CLIMBS}')"),
     Rule(".model.path", "model.path and model.tokenizer must not climb out of the volume with a '..' segment",

@@ -167,13 +167,31 @@ class SamplingParams(Model):
 assert set(SamplingParams.model_fields) <= set(SAMPLING_PARAM_KINDS), "sampling params SGLang does not know"
 
 
+class DatasetFields(Model):
+    """Which column of a row holds what, for datasets whose columns have other names (docs/inputs.md#fields)."""
+
+    prompt: str | None = Field(None, min_length=1, max_length=256, description="A column of text: the user's turn.")
+    system: str | None = Field(None, min_length=1, max_length=256, description="A column of text: the system prompt.")
+    messages: str | None = Field(None, min_length=1, max_length=256, description=(
+        "A column holding a list of turns (role/content or from/value)."))
+    tools: str | None = Field(None, min_length=1, max_length=256, description="A column holding the tools offered.")
+    id: str | None = Field(None, min_length=1, max_length=256, description=(
+        "A column holding the row's own id: it becomes the sample's source_id (a repeated id is skipped)."))
+
+
 class Dataset(Model):
     """One prompt dataset and its token budget."""
 
     name: str = Field(pattern=DATASET_NAME_PATTERN, description="Unique name (DNS label, <= 40).")
-    path: str = Field(min_length=1, max_length=512, json_schema_extra=IMMUTABLE,
-                      description="Prompt file on the output volume (relative) or an absolute path in the pod.")
-    format: DatasetFormat = Field("auto", json_schema_extra=IMMUTABLE)
+    path: str = Field(min_length=1, max_length=512, json_schema_extra=IMMUTABLE, description=(
+        "A prompt file, a folder of them or a glob (a Hugging Face shard set), read in name order: relative to the "
+        "output volume, or an absolute path in the pod (docs/inputs.md)."))
+    format: DatasetFormat = Field("auto", json_schema_extra=IMMUTABLE, description=(
+        "auto: told by each file's first bytes (Parquet, a JSON array, else JSON Lines); or jsonl, json, parquet."))
+    fields: DatasetFields | None = Field(None, json_schema_extra=IMMUTABLE, description=(
+        "The columns holding the prompt, system prompt, messages, tools and row id, when they have other names. "
+        "Rows in the known shapes need none: OpenAI messages, ShareGPT conversations, prompt, input_ids, "
+        "OpenAI batch requests, Glaive function-calling chats (docs/inputs.md)."))
     pretokenized: bool = Field(False, json_schema_extra=IMMUTABLE,
                                description="Rows carry input_ids used as they are (no chat template).")
     kind: DatasetKind = Field("prompts", json_schema_extra=IMMUTABLE, description=(

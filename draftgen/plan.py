@@ -17,7 +17,8 @@ import yaml
 
 from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_protocol import sglang_python
-from draftgen_contracts.generate_config import ContextConfig, CoordinationConfig, DatasetConfig, GenerateConfig
+from draftgen_contracts.generate_config import (ContextConfig, CoordinationConfig, DatasetConfig, DatasetFields,
+                                                GenerateConfig)
 
 from . import api, server_keys
 
@@ -76,6 +77,7 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
 def _dataset_config(spec: api.DatasetGenerationSpec, d: api.Dataset, path: str | None) -> DatasetConfig:
     return DatasetConfig(
         name=d.name, path=path or dataset_path(spec, d), format=d.format, pretokenized=d.pretokenized, kind=d.kind,
+        fields=DatasetFields(**d.fields.model_dump(exclude_none=True)) if d.fields else None,
         budget_tokens=d.budget_tokens, sample_cap=d.sample_cap, prompt_class=d.prompt_class,
         max_new_tokens=d.max_new_tokens, concurrency=d.concurrency, sampling_params=d.sampling_params.as_dict(),
         chat_template_kwargs=d.chat_template.template_kwargs() if d.chat_template else None)

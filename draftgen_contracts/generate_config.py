@@ -37,9 +37,8 @@ from .sglang_protocol import InvalidSamplingParams, validate_sampling_params
 STARTUP_TIMEOUT_S = 3600
 
 # What a dataset's file holds and how it is read; the spec's datasets[] say the same.
-DatasetFormat = Literal["auto", "jsonl", "parquet"]
 # The config's formats: the spec's, and a JSON array (`auto` tells it by its first byte as well).
-DatasetFileFormat = Literal["auto", "jsonl", "json", "parquet"]
+DatasetFormat = Literal["auto", "jsonl", "json", "parquet"]
 DatasetKind = Literal["prompts", "traces"]
 
 
@@ -75,7 +74,7 @@ class DatasetFields(_Strict):
 class DatasetConfig(_Strict):
     name: str = Field(pattern=DATASET_NAME_PATTERN)
     path: str = Field(description="a file, a folder of files or a glob of them, read in name order")
-    format: DatasetFileFormat = "auto"
+    format: DatasetFormat = "auto"
     fields: DatasetFields | None = Field(default=None, description="columns of other names")
     pretokenized: bool = False
     kind: DatasetKind = Field(

@@ -47,16 +47,15 @@ import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from draftgen_contracts.generate_config import DatasetFields
+from draftgen_contracts.generate_config import DatasetFields, DatasetFormat
 from jobrunner.dataset_files import DatasetRefused, dataset_files, sniff_format
 from jobrunner.glaive import glaive_conversation, is_glaive
 from jobrunner.json_array import ArrayRefused, array_elements
 from jobrunner.openai_batch import batch_request, is_batch_request
 from jobrunner.row_error import RowError
 
-DatasetFormat = Literal["auto", "jsonl", "json", "parquet"]
 
 SKIP_REASONS = (
     "bad_json", "invalid_utf8", "not_an_object", "unknown_shape", "unknown_role", "no_user_turn",

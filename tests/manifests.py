@@ -105,6 +105,13 @@ INVALID = {
     "server flag draftgen sets, with =": (with_server(args=["--port=31000"]), "spec.server.args"),
     "a server config file (the keys come in draftgen's)": (with_server(args=["--config", "/etc/s.yaml"]),
                                                            "spec.server.args"),
+    "fields naming no column": (with_dataset(fields={}), "spec.datasets"),
+    "fields naming both prompt and messages": (with_dataset(fields={"prompt": "q", "messages": "turns"}),
+                                               "spec.datasets"),
+    "fields naming one column twice": (with_dataset(fields={"prompt": "q", "system": "q"}), "spec.datasets"),
+    "fields of text on a pretokenized dataset": (with_dataset(pretokenized=True, fields={"prompt": "q"}),
+                                                 "spec.datasets"),
+    "a prompt column for traces": (with_dataset(kind="traces", fields={"prompt": "q"}), "spec.datasets"),
     "remote code asked of the server alone (model.trustRemoteCode says it for every pod)": (
         with_server(args=["--trust-remote-code"]), "spec.server.args"),
     "node selector value not a label value": (with_server(nodeSelector={"gpu": "rtx pro"}), "spec.server.nodeSelector"),
@@ -122,6 +129,9 @@ VALID = {
     "a quantity with no number (0, as apimachinery parses it)": with_server(shmSize="Gi"),
     "a null field is an absent one (the API server prunes it, then defaults)": manifest(
         extraction={"resources": None}, merge={"dedupe": None}, runnerImage=None),
+    "a shard set with its columns named": with_dataset(path="hf/data/train-*.parquet", format="parquet",
+                                                       fields={"prompt": "problem", "system": "sys", "id": "uid"}),
+    "a per-dataset chat template": with_dataset(chatTemplate={"enableThinking": True, "kwargs": {"x": 1}}),
 }
 
 
