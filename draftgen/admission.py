@@ -56,6 +56,12 @@ FIELD_COLUMNS = "[" + ", ".join(f"has(d.fields.{f}) ? d.fields.{f} : ''" for f i
 TEXT_FIELDS = " || ".join(f"has(d.fields.{f})" for f in ("prompt", "system", "messages", "tools"))
 
 
+def folder(expression: str, default: str) -> str:
+    """CEL: an optional mount path (its default when unset) with one trailing slash, for startsWith."""
+    return (f"(has({expression}) ? ({expression}.endsWith('/') ? {expression} : {expression} + '/') : "
+            f"'{default}/')")
+
+
 def fields_rule(condition: str) -> str:
     return f"self.datasets.all(d, !has(d.fields) || ({condition}))"
 
@@ -89,10 +95,17 @@ SPEC_RULES = [
          "self.datasets.all(d, !has(d.maxNewTokens) || d.maxNewTokens < self.model.contextLength)"),
     Rule(".datasets", "datasets[].path must not climb out of the volume with a '..' segment",
          f"self.datasets.all(d, !d.path.matches('{CLIMBS}'))"),
-    Rule(".datasets", f"datasets[].path, when absolute, must be in the data volume ({names.DATA_MOUNT}/) or the model "
-         "volume (model.mountPath): a pod's other files are its secrets and its image",
+    Rule(".datasets", f"datasets[].path, when absolute, must be in the data volume ({names.DATA_MOUNT}/), the inputs "
+         "volume (inputs.mountPath) or the model volume (model.mountPath): a pod's other files are its secrets "
+         "and its image",
          f"self.datasets.all(d, !d.path.startsWith('/') || d.path.startsWith('{names.DATA_MOUNT}/') || "
+         f"(has(self.inputs) && d.path.startsWith({folder('self.inputs.mountPath', '/inputs')})) || "
          "d.path.startsWith(self.model.mountPath.endsWith('/') ? self.model.mountPath : self.model.mountPath + '/'))"),
+    Rule(".inputs.mountPath", f"inputs.mountPath must not hold a '..' segment, nor be {names.DATA_MOUNT} or "
+         "model.mountPath (a pod mounts each volume at a path of its own)",
+         f"!has(self.inputs) || !has(self.inputs.mountPath) || (!self.inputs.mountPath.matches('{CLIMBS}') && "
+         f"{folder('self.inputs.mountPath', '/inputs')} != '{names.DATA_MOUNT}/' && "
+         f"{folder('self.inputs.mountPath', '/inputs')} != {folder('self.model.mountPath', '/models')})"),
     Rule(".datasets", "datasets[].fields must name at least one of " + ", ".join(FIELD_NAMES),
          fields_rule(" || ".join(f"has(d.fields.{f})" for f in FIELD_NAMES))),
     Rule(".datasets", "datasets[].fields: prompt and messages are two shapes of a row: name one of them",

@@ -168,7 +168,8 @@ assert set(SamplingParams.model_fields) <= set(SAMPLING_PARAM_KINDS), "sampling 
 
 
 class DatasetFields(Model):
-    """Which column of a row holds what, for datasets whose columns have other names (docs/inputs.md#fields)."""
+    """Which column of a row holds what, for datasets whose columns have other names
+    (docs/inputs.md#fields-columns-of-other-names)."""
 
     prompt: str | None = Field(None, min_length=1, max_length=256, description="A column of text: the user's turn.")
     system: str | None = Field(None, min_length=1, max_length=256, description="A column of text: the system prompt.")
@@ -185,7 +186,8 @@ class Dataset(Model):
     name: str = Field(pattern=DATASET_NAME_PATTERN, description="Unique name (DNS label, <= 40).")
     path: str = Field(min_length=1, max_length=512, json_schema_extra=IMMUTABLE, description=(
         "A prompt file, a folder of them or a glob (a Hugging Face shard set), read in name order: relative to the "
-        "output volume, or an absolute path in the pod (docs/inputs.md)."))
+        "output volume, or absolute under the output volume (/data), inputs.mountPath or model.mountPath "
+        "(docs/inputs.md)."))
     format: DatasetFormat = Field("auto", json_schema_extra=IMMUTABLE, description=(
         "auto: told by each file's first bytes (Parquet, a JSON array, else JSON Lines); or jsonl, json, parquet."))
     fields: DatasetFields | None = Field(None, json_schema_extra=IMMUTABLE, description=(
@@ -222,6 +224,16 @@ class Output(Model):
                             description="PersistentVolumeClaim for prompts and outputs; mounted at /data.")
     path: str | None = Field(None, pattern=r"^[^/]", max_length=512,
                              description="Folder on the volume for this run (default: the object's name).")
+
+
+class Inputs(Model):
+    """A volume of prompt files shared by runs (a team's prompt library), mounted read-only where datasets
+    are read, so prompts need not be copied onto every run's output volume (docs/inputs.md#where-files-live)."""
+
+    claim_name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN,
+                            description="PersistentVolumeClaim holding the prompt files; mounted read-only.")
+    mount_path: str = Field("/inputs", pattern=r"^/.", max_length=512, description=(
+        "Where it is mounted in the pods that read datasets; a dataset path under it reads from it."))
 
 
 class Merge(Model):
@@ -282,6 +294,8 @@ class DatasetGenerationSpec(Model):
     datasets: list[Dataset] = Field(min_length=1, max_length=MAX_DATASETS,
                                     json_schema_extra=k8s(list_type="map", list_map_keys=["name"]))
     output: Output = Field(json_schema_extra=IMMUTABLE)
+    inputs: Inputs | None = Field(None, json_schema_extra=IMMUTABLE, description=(
+        "A read-only volume of prompt files: datasets[].path may be an absolute path under its mountPath."))
     merge: Merge = Field(default_factory=Merge)
     extraction: Extraction = Field(default_factory=Extraction)
     at_budget: Literal[budget_shares.AT_BUDGET] = Field(budget_shares.CUT, description=(

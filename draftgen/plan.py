@@ -67,7 +67,8 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
         tokenizer_path=tokenizer_path or spec.model.tokenizer_path(), trust_remote_code=spec.model.trust_remote_code,
         model_path=spec.model.checkpoint_path(),
-        input_roots=[names.DATA_MOUNT, spec.model.mount_path],  # never a secret or the image through a symlink
+        # Never a secret or the image through a symlink: the volumes datasets may be read from.
+        input_roots=[names.DATA_MOUNT, *([spec.inputs.mount_path] if spec.inputs else []), spec.model.mount_path],
         chat_template_kwargs=spec.model.chat_template.template_kwargs(),
         context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
         datasets=[_dataset_config(spec, d, (dataset_paths or {}).get(d.name)) for d in spec.datasets],
@@ -158,8 +159,12 @@ SCRATCH = "/tmp"
 POD_IP_ENV = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
 
 
-def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config: str | None, shm: bool) -> list[dict]:
+def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config: str | None, shm: bool,
+             inputs: bool = False) -> list[dict]:
     volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": spec.output.claim_name}}]
+    if inputs and spec.inputs:
+        volumes.append({"name": "inputs", "persistentVolumeClaim": {"claimName": spec.inputs.claim_name,
+                                                                    "readOnly": True}})
     if model:
         volumes.append({"name": "model", "persistentVolumeClaim": {"claimName": spec.model.claim_name,
                                                                    "readOnly": True}})
@@ -168,6 +173,11 @@ def _volumes(name: str, spec: api.DatasetGenerationSpec, *, model: bool, config:
     if shm:
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": spec.server.shm_size}})
     return volumes
+
+
+def inputs_mounts(spec: api.DatasetGenerationSpec) -> list[dict]:
+    """The inputs volume's mount, in the containers that read datasets (preflight, generate)."""
+    return [{"name": "inputs", "mountPath": spec.inputs.mount_path, "readOnly": True}] if spec.inputs else []
 
 
 def hardened(pod_spec: dict) -> dict:
@@ -272,7 +282,8 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
-                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
+                         *inputs_mounts(spec)],
     }
     pod_spec = {
         "serviceAccountName": names.service_account_name(name),
@@ -283,7 +294,7 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
             "topologyKey": "kubernetes.io/hostname"}]}},
         "terminationGracePeriodSeconds": 30,
         "initContainers": [server], "containers": [runner],
-        "volumes": [*_volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True),
+        "volumes": [*_volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True, inputs=True),
                     *([server_keys.keys_volume(name)] if own_keys else [])],
     }
     job = _job(name, names.generation_job_name(name, replica), "generate", spec, settings, pod_spec,
@@ -335,10 +346,12 @@ def preflight_job(name: str, spec: api.DatasetGenerationSpec, settings: Operator
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}, "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
-                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
+                         *inputs_mounts(spec)],
     }
     pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
-                "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False)}
+                "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False,
+                                    inputs=True)}
     return _job(name, names.preflight_job_name(name), "preflight", spec, settings, pod_spec)
 
 

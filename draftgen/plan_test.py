@@ -183,6 +183,26 @@ def test_trusting_the_models_code_reaches_every_pod_that_loads_it_from_the_one_f
         "template"]["spec"]["initContainers"][0]["args"]
 
 
+def test_the_inputs_volume_is_mounted_read_only_where_datasets_are_read_and_nowhere_else():
+    spec = k25().set(inputs={"claimName": "prompt-library"}).spec()
+    config = plan.config_object("k25", "ml", spec, SETTINGS)
+    generation = plan.generation_job("k25", spec, 0, SETTINGS, config)["spec"]["template"]["spec"]
+    preflight = plan.preflight_job("k25", spec, SETTINGS, config)["spec"]["template"]["spec"]
+    mount = {"name": "inputs", "mountPath": "/inputs", "readOnly": True}
+    for pod, reader in ((generation, "generate"), (preflight, "preflight")):
+        assert {"name": "inputs", "persistentVolumeClaim": {"claimName": "prompt-library", "readOnly": True}} in pod[
+            "volumes"]
+        (container,) = [c for c in pod["containers"] if c["name"] == reader]
+        assert mount in container["volumeMounts"]
+    assert mount not in generation["initContainers"][0]["volumeMounts"]  # the server reads no prompt
+    for job in (plan.merge_job("k25", spec, SETTINGS), plan.extract_job("k25", spec, SETTINGS)):
+        assert all(v["name"] != "inputs" for v in job["spec"]["template"]["spec"]["volumes"])
+    generate = plan.generate_config(spec, server_url="http://x", output_root="/data/k25", run_id="k25",
+                                    coordination=CoordinationConfig(), progress_interval_s=5)
+    assert generate.input_roots == ["/data", "/inputs", "/models"]
+    assert all(v["name"] != "inputs" for v in generation_pod()[0]["spec"]["template"]["spec"]["volumes"])
+
+
 def test_rendered_generate_config_is_a_valid_jobrunner_config():
     _, config = generation_pod()
     parsed = parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY]))

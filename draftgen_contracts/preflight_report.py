@@ -43,6 +43,10 @@ class DatasetReport(_Findings):
     usable_rows: int = 0
     prompt_tokens: int = 0
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
+    files: int = Field(0, description="The files of its folder, glob or shard set (1 for a file).")
+    ignored_fields: dict[str, int] = Field(default_factory=dict, description=(
+        "Fields of its rows draftgen does not honour (an OpenAI batch request's own sampling, model, ...) -> rows "
+        "(docs/inputs.md)."))
     expected_response_tokens: int = Field(0, description=(
         "Usable rows x the stated prior (half of each row's max new tokens): what the rows may give."))
 

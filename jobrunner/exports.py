@@ -75,7 +75,8 @@ def _parquet(corpus_dir: Path, out: Path) -> None:
 
     schema = pa.schema([("sample_id", pa.string()), ("dataset", pa.string()), ("prompt_len", pa.int32()),
                         ("finish_reason", pa.string()), ("truncated", pa.bool_()),
-                        ("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8()))])
+                        ("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8())),
+                        ("source_id", pa.string())])  # null where the row had no id of its own
     for shard in corpus.read_manifest(corpus_dir)["shards"]:
         with pq.ParquetWriter(out / shard["name"].replace(".jsonl", ".parquet"), schema) as writer:
             rows: list[dict] = []

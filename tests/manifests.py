@@ -26,6 +26,13 @@ def with_server(**fields):
     return m
 
 
+def with_inputs(dataset_path: str, **inputs):
+    """The first dataset at `dataset_path`, with a volume of prompt files (spec.inputs)."""
+    m = with_dataset(path=dataset_path)
+    m["spec"]["inputs"] = {"claimName": "library", **inputs}
+    return m
+
+
 def without(path):
     m = manifest()
     *parents, last = path.split(".")
@@ -111,6 +118,10 @@ INVALID = {
     "fields naming one column twice": (with_dataset(fields={"prompt": "q", "system": "q"}), "spec.datasets"),
     "fields of text on a pretokenized dataset": (with_dataset(pretokenized=True, fields={"prompt": "q"}),
                                                  "spec.datasets"),
+    "an inputs path without inputs": (with_dataset(path="/inputs/a.jsonl"), "spec.datasets"),
+    "inputs mounted over the data volume": (with_inputs("a.jsonl", mountPath="/data/"), "spec.inputs.mountPath"),
+    "inputs mounted at the model's path": (with_inputs("a.jsonl", mountPath="/models"), "spec.inputs.mountPath"),
+    "a dataset outside the inputs mount": (with_inputs("/inputsx/a.jsonl"), "spec.datasets"),
     "a prompt column for traces": (with_dataset(kind="traces", fields={"prompt": "q"}), "spec.datasets"),
     "remote code asked of the server alone (model.trustRemoteCode says it for every pod)": (
         with_server(args=["--trust-remote-code"]), "spec.server.args"),
@@ -131,6 +142,7 @@ VALID = {
         extraction={"resources": None}, merge={"dedupe": None}, runnerImage=None),
     "a shard set with its columns named": with_dataset(path="hf/data/train-*.parquet", format="parquet",
                                                        fields={"prompt": "problem", "system": "sys", "id": "uid"}),
+    "a dataset on the inputs volume": with_inputs("/library/hf/data/*.parquet", mountPath="/library"),
     "a per-dataset chat template": with_dataset(chatTemplate={"enableThinking": True, "kwargs": {"x": 1}}),
 }
 

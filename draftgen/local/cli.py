@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "outputs go to DATA_DIR/<output.path or metadata.name>/ (default: the spec's folder)")
     parser.add_argument("--model-dir", help="the folder the pods see at spec.model.mountPath "
                         "(default: the spec's folder)")
+    parser.add_argument("--inputs-dir", help="the folder the pods see at spec.inputs.mountPath (its volume of "
+                        "prompt files; needed when the spec has inputs)")
     parser.add_argument("--server-url", help="a running SGLang server (default: start jobrunner's simulator)")
     parser.add_argument("--extract-device", default="cpu",
                         help="torch device of the transformers extraction, or 'auto' to spread the model over "
@@ -58,9 +60,13 @@ def main(args: argparse.Namespace) -> int:
     here = Path(args.spec).resolve().parent
     try:
         run = LocalExecutor(name, spec, Path(args.data_dir or here), Path(args.model_dir or here),
+                            inputs_dir=Path(args.inputs_dir) if args.inputs_dir else None,
                             server_url=args.server_url, extract_device=args.extract_device)
     except ConfigError as e:
         print(f"draftgen run: {args.spec}: the spec renders an invalid generate config: {e}", file=sys.stderr)
+        return exit_codes.BAD_CONFIG
+    except ValueError as e:  # a spec whose volumes this command was not given a folder for
+        print(f"draftgen run: {args.spec}: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     with signals_to(run.on_signal):
         try:

@@ -64,12 +64,14 @@ class RunRefused(RuntimeError):
 
 class LocalExecutor:
     def __init__(self, name: str, spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path, *,
-                 server_url: str | None = None, extract_device: str = "cpu", out=None, err=None):
+                 inputs_dir: Path | None = None, server_url: str | None = None, extract_device: str = "cpu",
+                 out=None, err=None):
         self.name = name
         self.requested_replicas = spec.server.replicas
         self.applied = spec  # as the user wrote it: what a rerun's spec is held to
         self.spec = local_spec(spec)
-        self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve())
+        self.mounts = pod_mounts(spec, data_dir.resolve(), model_dir.resolve(),
+                                 inputs_dir.resolve() if inputs_dir else None)
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self.output_root = Path(local_path(plan.output_root(name, spec), self.mounts))
         self.run_dir = self.output_root / "local-run"  # the state, the volumes' folders, the children's logs

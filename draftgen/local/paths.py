@@ -14,9 +14,15 @@ JOBRUNNER = [sys.executable, "-m", "jobrunner.cli"]
 JOBRUNNER_ROOT = Path(importlib.util.find_spec("jobrunner").origin).parents[1]
 
 
-def pod_mounts(spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path) -> dict[str, Path]:
+def pod_mounts(spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path,
+               inputs_dir: Path | None = None) -> dict[str, Path]:
     """Where the pods mount the run's volume claims -> the local folder the user names for each."""
-    return {names.DATA_MOUNT: data_dir, spec.model.mount_path.rstrip("/") or "/": model_dir}
+    mounts = {names.DATA_MOUNT: data_dir, spec.model.mount_path.rstrip("/") or "/": model_dir}
+    if spec.inputs:
+        if inputs_dir is None:
+            raise ValueError("spec.inputs names a volume of prompt files: give its folder with --inputs-dir")
+        mounts[spec.inputs.mount_path.rstrip("/")] = inputs_dir
+    return mounts
 
 
 def local_path(pod_path: str, mounts: dict[str, Path]) -> str:

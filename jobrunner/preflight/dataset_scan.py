@@ -35,8 +35,6 @@ class DatasetFindings(DatasetReport):
     """The findings' dataset report, and for people what else the scan saw."""
 
     path: str
-    files: int = 0  # the files of its folder, glob or shard set (one for a file)
-    ignored_fields: dict[str, int] = Field(default_factory=dict)  # request fields not honoured -> rows (batch rows)
     clamped_rows: int = 0  # usable, but the context leaves less than the class's max new tokens
     classes: dict[str, LengthStats] = Field(default_factory=dict)  # prompt lengths per prompt class
     shapes: dict[str, int] = Field(default_factory=dict)  # template shape -> rows

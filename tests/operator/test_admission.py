@@ -74,3 +74,19 @@ def test_budget_can_change(k8s, crd, namespace):
 def test_committed_crd_is_the_generated_one():
     committed = (REPO / "crds" / "datasetgenerations.draftgen.io.yaml").read_text()
     assert committed == crd_module.render(), "run: draftgen crd > crds/datasetgenerations.draftgen.io.yaml"
+
+
+def test_the_plans_jobs_with_an_inputs_volume_and_trusted_code_are_valid_jobs(k8s, namespace):
+    """The API server's own Job validation (dry run) of the preflight and generation Jobs with
+    spec.inputs and model.trustRemoteCode: the inputs volume mounted read-only beside the others."""
+    from draftgen import api, plan
+
+    body = manifest(inputs={"claimName": "library"})
+    body["spec"]["model"]["trustRemoteCode"] = True
+    spec = api.DatasetGenerationSpec.model_validate(body["spec"])
+    settings = plan.OperatorSettings(runner_image="jobrunner:test")
+    config = plan.config_object("demo", namespace, spec, settings)
+    batch = client.BatchV1Api(k8s)
+    for job in (plan.preflight_job("demo", spec, settings, config),
+                plan.generation_job("demo", spec, 0, settings, config)):
+        batch.create_namespaced_job(namespace, job, dry_run="All", field_validation="Strict")
