@@ -223,7 +223,18 @@ def immutable_changes(old: api.DatasetGenerationSpec, new: api.DatasetGeneration
 IMMUTABLE_RULE = api.IMMUTABLE["x-kubernetes-validations"][0]
 
 
+def presence_rules(model: type) -> list[dict]:
+    """The parent's transition rules that keep an optional immutable field from being added or removed:
+    the API server evaluates a field's own `self == oldSelf` only when the field is in both objects."""
+    return [api.cel(f"has(self.{to_camel(f)}) == has(oldSelf.{to_camel(f)})", IMMUTABLE_RULE["message"],
+                    field_path=f".{to_camel(f)}")
+            for f, info in model.model_fields.items() if _immutable(model, f) and info.default is None]
+
+
 def _changes(old: Any, new: Any) -> bool:
-    """Whether the CRD's transition rule refuses going from `old` to `new`."""
+    """Whether the CRD's transition rules refuse going from `old` to `new` (presence_rules for a field
+    added or removed, the field's own rule otherwise)."""
+    if old is None or new is None:
+        return (old is None) != (new is None)
     return not rule_checker(self=as_applied(new), oldSelf=as_applied(old))(IMMUTABLE_RULE["rule"])
 

@@ -90,7 +90,10 @@ def schema_of(model: type, keep_defaults: bool) -> dict:
 
 def crd() -> dict:
     spec = with_integer_rules(schema_of(api.DatasetGenerationSpec, keep_defaults=True))
-    spec["x-kubernetes-validations"] = admission.cel_rules()
+    spec["x-kubernetes-validations"] = [*admission.cel_rules(), *admission.presence_rules(api.DatasetGenerationSpec)]
+    dataset = spec["properties"]["datasets"]["items"]
+    dataset["x-kubernetes-validations"] = [*dataset.get("x-kubernetes-validations", []),
+                                           *admission.presence_rules(api.Dataset)]
     status = schema_of(api.DatasetGenerationStatus, keep_defaults=False)
     root = {
         "type": "object",

@@ -32,14 +32,21 @@ def example(name: str) -> dict:
     return dataset_generation(list(yaml.safe_load_all((REPO / "examples" / name).read_text())))
 
 
-BASES = [example("quickstart.yaml"), example("kimi-k25-eagle3.yaml")]
+BASES = [example("quickstart.yaml"), example("kimi-k25-eagle3.yaml"), example("hf-datasets.yaml")]
 
 # Kubernetes quantities a user might write, well-formed or not (apimachinery resource.ParseQuantity).
 QUANTITIES = ["64Gi", "1.5Gi", "0.5", ".5", "1.", "1e3", "1E3", "+1Gi", "-1Gi", "1Ki", "1k", "1K", "1m",
               "0.1m", "Gi", "", " 1Gi", "1 Gi", "1gi", "1GB", "1e", "100000000000000000000Ei", "0", "+", ".", "m",
               "e3", "1.5.5", "1e-3", "1Gi\n", "1E", "0x10", "1_000"]
 PATHS = ["prompts/x.jsonl", "../x.jsonl", "prompts/../../x", "a/..", "..", "./x", "x/./y", "/data/x.jsonl",
-         "/data", "/data/", "/datax/y", "/models/p.jsonl", "/models", "/etc/passwd", "/", "a//b", "x.."]
+         "/data", "/data/", "/datax/y", "/models/p.jsonl", "/models", "/etc/passwd", "/", "a//b", "x..",
+         "/inputs/a/*.parquet", "/inputs", "/inputsx/a.jsonl", "/lib/a.json"]
+# datasets[].fields and spec.inputs as users may write them, the rules' edges among them.
+FIELDS = [{}, {"prompt": "q"}, {"prompt": "q", "messages": "m"}, {"prompt": "q", "system": "q"}, {"id": "uid"},
+          {"messages": "turns", "tools": "fns", "id": "uid"}, {"system": "s"}, {"prompt": ""}, {"prompt": 1}]
+INPUTS = [{"claimName": "lib"}, {"claimName": "lib", "mountPath": "/lib"}, {"claimName": "lib", "mountPath": "/data"},
+          {"claimName": "lib", "mountPath": "/models/"}, {"claimName": "lib", "mountPath": "/in/../x"},
+          {"claimName": "lib", "mountPath": "/"}, {"mountPath": "/inputs"}]
 NAMES = ["a", "a" * 40, "a" * 41, "a" * 45, "a" * 46, "a" * 63, "a" * 64, "A", "a_b", "-a", "a-", "a.b", "1a",
          "a-" * 20 + "b", "é"]
 OWN_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length",
@@ -170,8 +177,11 @@ def server_args(draw) -> list[str]:
 def mutation(draw, manifest: dict) -> str:
     """Apply one mutation to `manifest` in place; what it did, for the report."""
     choice = draw(st.sampled_from(["set", "set", "set", "delete", "add", "unknown", "classes", "args", "name",
-                                   "dataset", "quantity", "path"]))
+                                   "dataset", "quantity", "path", "inputs"]))
     spec = manifest["spec"]
+    if choice == "inputs":
+        spec["inputs"] = copy.deepcopy(draw(st.sampled_from(INPUTS)))
+        return f"inputs={spec['inputs']}"
     if choice == "classes":
         spec["promptClasses"] = draw(class_tables())
         spec["model"]["contextLength"] = draw(st.sampled_from([256, 2048, 4096, 16384, 32768, 40000]))
@@ -194,7 +204,7 @@ def mutation(draw, manifest: dict) -> str:
     if choice == "dataset":
         datasets = spec["datasets"]
         i = draw(st.integers(0, len(datasets) - 1))
-        op = draw(st.sampled_from(["duplicate", "rename", "class", "empty", "many"]))
+        op = draw(st.sampled_from(["duplicate", "rename", "class", "empty", "many", "fields"]))
         if op == "duplicate":
             datasets.append(copy.deepcopy(datasets[i]))
         elif op == "rename":
@@ -203,6 +213,8 @@ def mutation(draw, manifest: dict) -> str:
             datasets[i]["promptClass"] = draw(st.sampled_from(["short", "long", "nope", "", "a" * 17]))
         elif op == "empty":
             spec["datasets"] = []
+        elif op == "fields":
+            datasets[i]["fields"] = copy.deepcopy(draw(st.sampled_from(FIELDS)))
         else:
             spec["datasets"] = [{**datasets[0], "name": f"d{k}"} for k in range(draw(st.sampled_from([64, 65])))]
         return f"datasets {op} {i}"

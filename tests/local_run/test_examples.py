@@ -1,6 +1,6 @@
-"""The examples a user starts from pass `draftgen run`'s admission, and the datasets-as-they-come
-example passes the preflight on a model built like its target (draftgen_dev.kimi_like: custom tokenizer
-code, so only with its trustRemoteCode) with data laid out as its comments say it is downloaded."""
+"""The examples a user starts from pass `draftgen run`'s admission and the preflight on a model built
+like their target (draftgen_dev.kimi_like: custom tokenizer code, so only with trustRemoteCode), with
+their files laid out as the examples' comments say they are downloaded."""
 
 from __future__ import annotations
 
@@ -27,15 +27,15 @@ def test_every_example_passes_admission(example):
     assert name and spec.datasets
 
 
-def local_config(name: str, spec, data: Path, models: Path):
+def local_config(name: str, spec, data: Path, models: Path, inputs: Path | None = None):
     """The spec's generate config with the pods' paths moved to these folders (as draftgen run does)."""
     config = plan.generate_config(spec, server_url="http://127.0.0.1:1", output_root=f"/data/{name}", run_id=name,
                                   coordination=CoordinationConfig(), progress_interval_s=5)
-    return config.with_paths(lambda p: local_path(p, pod_mounts(spec, data, models)))
+    return config.with_paths(lambda p: local_path(p, pod_mounts(spec, data, models, inputs)))
 
 
 def lay_out_hf_example(data: Path) -> None:
-    """The files examples/hf-datasets.yaml names, as they come."""
+    """The files examples/hf-datasets.yaml names, as they come, in its inputs volume's folder."""
     shard_set(data / "math-shards", rows_per_file=6)
     (data / "hf/numina-math/data").mkdir(parents=True)
     for shard in sorted((data / "math-shards").glob("*.parquet")):  # the Parquet shard is the glob's
@@ -54,13 +54,13 @@ def lay_out_hf_example(data: Path) -> None:
 
 def test_the_hf_datasets_example_passes_the_preflight_only_with_trust(tmp_path):
     name, spec = load_spec(EXAMPLES / "hf-datasets.yaml")
-    models, data = tmp_path / "models", tmp_path / "data"
+    models, data, library = tmp_path / "models", tmp_path / "data", tmp_path / "library"
     build_kimi_like(models / spec.model.path)
-    lay_out_hf_example(data)
+    lay_out_hf_example(library)
 
     def config_of(trusted):
         return local_config(name, spec.model_copy(update={"model": spec.model.model_copy(
-            update={"trust_remote_code": trusted})}), data, models)
+            update={"trust_remote_code": trusted})}), data, models, library)
 
     findings = run_preflight(config_of(True), str(models / spec.model.path))
     assert findings.problem is None, findings.problem

@@ -46,10 +46,15 @@ def test_valid_manifest_is_accepted_with_defaults(k8s, crd, namespace):
     (("model", "tokenizer"), "other-tokenizer", "spec.model"),
     (("datasets", 0, "path"), "prompts/other.jsonl", "spec.datasets[0].path"),
     (("output", "claimName"), "other", "spec.output"),
+    # Optional ones may not be added either (the parent's presence rule: a field's own self == oldSelf
+    # is evaluated only when the field is in both objects).
+    (("inputs",), {"claimName": "library"}, "spec.inputs"),
+    (("datasets", 0, "fields"), {"prompt": "problem"}, "spec.datasets[0].fields"),
+    (("datasets", 0, "chatTemplate"), {"enableThinking": True}, "spec.datasets[0].chatTemplate"),
 ])
 def test_fields_fixed_once_generation_started_are_immutable(k8s, crd, namespace, path, value, field):
     custom = client.CustomObjectsApi(k8s)
-    name = f"imm-{len(path)}-{path[-1].lower()}"
+    name = f"imm-{len(path)}-{path[-1].lower()}"[:40]
     got = create(k8s, namespace, manifest(name))
     changed = copy.deepcopy(got)
     node = changed["spec"]
