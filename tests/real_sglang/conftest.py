@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from draftgen_dev.demo_assets import build_model
+from draftgen_dev.kimi_like import build_kimi_like
 from draftgen_dev.real_sglang.server import HTTPEndpoint, RealSGLang
 from draftgen_dev.tiny_model import VOCAB_SIZE
 from jobrunner.simulate.config import SimConfig
@@ -39,6 +40,25 @@ def real_sglang(request, real_model, tmp_path_factory):
     if request.session.testsfailed:
         LOGS_ON_FAILURE.mkdir(exist_ok=True)
         shutil.copy(log, LOGS_ON_FAILURE / "real-sglang.log")
+
+
+@pytest.fixture(scope="package")
+def kimi_like(tmp_path_factory):
+    """A models folder holding the model built like Kimi-K2.5 as `kimi-like/` (draftgen_dev.kimi_like)."""
+    models = tmp_path_factory.mktemp("models")
+    build_kimi_like(models / "kimi-like")
+    return models
+
+
+# Package scope, as real_sglang: its tests' order in the tier is pytest's (parametrized fixtures regroup
+# the items), and a module-scoped server was seen started twice under xdist.
+@pytest.fixture(scope="package")
+def kimi_server(kimi_like, tmp_path_factory):
+    """The real SGLang serving it with --trust-remote-code."""
+    server = RealSGLang(kimi_like / "kimi-like", tmp_path_factory.mktemp("kimi-sglang") / "server.log",
+                        "--trust-remote-code", "--context-length", "2048").start()
+    yield server
+    server.stop()
 
 
 def like_the_real_server(model_dir) -> SimConfig:

@@ -11,12 +11,9 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from draftgen import cli
 from draftgen_dev.demo_assets import write_datasets
-from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, build_kimi_like, special_token_ids
-from draftgen_dev.real_sglang.server import RealSGLang
+from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, special_token_ids
 from jobrunner.corpus import iter_corpus
 from jobrunner.datasets import read_rows
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
@@ -30,21 +27,6 @@ BUDGET = 300
 # (a few units in the last place: 0.0625 at magnitude 2 seen); held as the norm of the difference
 # over the norm of the states (the float32 equality is tests/real_sglang/test_sglang_extraction.py's).
 BF16_RELATIVE = 0.02
-
-
-@pytest.fixture(scope="module")
-def kimi_like(tmp_path_factory):
-    models = tmp_path_factory.mktemp("models")
-    build_kimi_like(models / "kimi-like")
-    return models
-
-
-@pytest.fixture(scope="module")
-def kimi_server(kimi_like, tmp_path_factory):
-    server = RealSGLang(kimi_like / "kimi-like", tmp_path_factory.mktemp("kimi-sglang") / "server.log",
-                        "--trust-remote-code", "--context-length", "2048").start()
-    yield server
-    server.stop()
 
 
 def test_sglang_applies_the_models_recommended_sampling_to_its_openai_routes_but_not_to_generate(kimi_like,
