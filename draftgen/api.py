@@ -281,12 +281,23 @@ class Extraction(Model):
         "bench/extraction_gpu.py measures a card's)."))
 
 
+class SecretName(Model):
+    """A Secret in the object's namespace (Kubernetes' LocalObjectReference)."""
+
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
+
+
 class DatasetGenerationSpec(Model):
     """What to generate, with which model and server, within which budgets."""
 
     model: TargetModel = Field(json_schema_extra=IMMUTABLE, description="The target model (immutable).")
     server: Server
     runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
+    image_pull_secrets: list[SecretName] = Field(
+        default_factory=list, max_length=16, json_schema_extra=k8s(list_type="map", list_map_keys=["name"]),
+        description=("Secrets in this namespace for pulling the runner's and the server's images (a private "
+                     "registry or mirror), on every pod the run creates, after the operator's default "
+                     "(the chart's runImagePullSecrets). A change applies to the Jobs created after it."))
     prompt_classes: list[PromptClass] = Field(
         default_factory=lambda: list(DEFAULT_PROMPT_CLASSES), max_length=8,
         json_schema_extra=k8s(list_type="map", list_map_keys=["name"]),
@@ -302,7 +313,10 @@ class DatasetGenerationSpec(Model):
         "What happens to the requests in flight when a replica's part of a budget is made: cut (their "
         "partial responses are kept, marked truncated, and every slot stays busy to the end) or abort "
         "(thrown away: complete responses only, at the cost of idle servers or excess; docs/budgets.md)."))
-    suspend: bool = Field(False, description="Delete running Jobs and keep all data; false resumes where it stopped.")
+    suspend: bool = Field(False, description=(
+        "No GPU Job runs (running ones are deleted) and all data is kept; the CPU preflight still runs, so a run "
+        "created suspended shows its plan (status.preflight, status.estimate) before any GPU is asked for "
+        "(docs/preflight.md#a-plan-before-the-gpus). false resumes where it stopped, without checking again."))
     queue_name: str | None = Field(None, max_length=63, pattern=DNS_LABEL_VALUE, description=(
         "Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name): a name that is also a label value."))
 

@@ -40,6 +40,8 @@ class OperatorSettings:
     # Who may scrape the generation pods' metrics port (NetworkPolicy peers, JSON each, from the
     # chart's networkPolicy.metricsFrom): nobody from outside the pod by default.
     metrics_from: tuple[str, ...] = ()
+    # Pull secrets every run's pods carry (the chart's runImagePullSecrets), before the spec's own.
+    image_pull_secrets: tuple[str, ...] = ()
 
 
 # --- labels and paths ------------------------------------------------------------------------------
@@ -196,9 +198,17 @@ def hardened(pod_spec: dict) -> dict:
     return pod_spec
 
 
+def pull_secrets(spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> list[dict]:
+    """The pods' imagePullSecrets: the operator's default, then the spec's, each once."""
+    ordered = dict.fromkeys([*settings.image_pull_secrets, *(s.name for s in spec.image_pull_secrets)])
+    return [{"name": n} for n in ordered]
+
+
 def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings,
          pod_spec: dict, *, extra_labels: dict[str, str] | None = None) -> dict:
     pod_spec = hardened(pod_spec)
+    if secrets := pull_secrets(spec, settings):  # every image of every pod: the runner's and the server's
+        pod_spec["imagePullSecrets"] = secrets
     job_labels = labels(name, component, **(extra_labels or {}))
     metadata: dict[str, Any] = {"name": job_name, "labels": dict(job_labels)}
     job_spec: dict[str, Any] = {

@@ -203,6 +203,18 @@ def test_the_inputs_volume_is_mounted_read_only_where_datasets_are_read_and_nowh
     assert all(v["name"] != "inputs" for v in generation_pod()[0]["spec"]["template"]["spec"]["volumes"])
 
 
+def test_every_pod_of_a_run_carries_the_operators_pull_secrets_then_the_specs_each_once():
+    spec = k25().set(imagePullSecrets=[{"name": "mirror"}, {"name": "team"}]).extraction(backend="sglang").spec()
+    settings = plan.OperatorSettings(runner_image="jobrunner:test", image_pull_secrets=("mirror", "cluster"))
+    config = plan.config_object("k25", "ml", spec, settings)
+    jobs = [plan.preflight_job("k25", spec, settings, config), plan.generation_job("k25", spec, 0, settings, config),
+            plan.merge_job("k25", spec, settings), plan.extract_job("k25", spec, settings)]
+    for job in jobs:
+        assert job["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "mirror"}, {"name": "cluster"},
+                                                                       {"name": "team"}]
+    assert "imagePullSecrets" not in generation_pod()[0]["spec"]["template"]["spec"]  # none asked, none set
+
+
 def test_rendered_generate_config_is_a_valid_jobrunner_config():
     _, config = generation_pod()
     parsed = parse_config(yaml.safe_load(config["data"][names.GENERATE_CONFIG_KEY]))

@@ -75,8 +75,9 @@ class Explanation(NamedTuple):
 
 # --- a stage left -------------------------------------------------------------------------------
 
-PREFLIGHT_PASSED = Explanation(Reason.PREFLIGHT_PASSED, "model, tokenizer and datasets checked on the CPU; "
-                                                        "creating the generation Jobs")
+PREFLIGHT_PASSED = Explanation(Reason.PREFLIGHT_PASSED, "model, tokenizer and datasets checked on the CPU "
+                                                        "(status.preflight, status.estimate); the generation Jobs "
+                                                        "follow, once spec.suspend is false")
 GENERATION_ENDED = Explanation(Reason.BUDGETS_MET, "every dataset met its budget or ran out of prompts; "
                                                    "generation Jobs deleted to free the GPUs")
 MERGED_FOR_EXTRACTION = Explanation(Reason.MERGE_SUCCEEDED, "corpus merged; extracting hidden states")
@@ -87,7 +88,8 @@ REOPENED = Explanation(Reason.REOPENED, "a dataset is below its budget again; ge
 
 # --- where the run stands -------------------------------------------------------------------------
 
-SUSPEND_REQUESTED = Explanation(Reason.SUSPENDED, "spec.suspend is true: no Jobs run; all data is kept")
+SUSPEND_REQUESTED = Explanation(Reason.SUSPENDED, "spec.suspend is true: no GPU Job runs (the CPU preflight does, and "
+                                                   "with it status.preflight and status.estimate); all data is kept")
 CHECKING_PREFLIGHT = Explanation(Reason.PREFLIGHT, "checking the model, the tokenizer and the datasets on the CPU "
                                                    "before any GPU is asked for")
 SERVERS_STARTING = Explanation(Reason.WAITING_FOR_SERVERS, "generation pods are starting their servers")

@@ -23,7 +23,7 @@ from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, JobState, World
 from .policies.capacity_policy import Capacity, capacity_of, job_queued
 from .policies.failure_policy import failure_of, preflight_refused_for_good, pods_refused_for_good
-from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
+from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete, runs_while_suspended
 from .policies.phase_policy import PhaseFacts, ShownPhase, phase_of
 from .policies.stage_policy import next_stage, stage_event
 from .preflight_status import preflight_status
@@ -129,11 +129,11 @@ def stage_before(previous: DatasetGenerationStatus) -> Stage:
 
 
 def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: str) -> Explanation | None:
-    """Why the run fails now, with what its pods said; none while suspended (the Jobs are going anyway)."""
-    if r.spec.suspend:
-        return None
+    """Why the run fails now, with what its pods said; while suspended only the preflight's (the other
+    Jobs are going anyway)."""
     # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
-    current = [j for j in r.world.jobs.values() if not (j.component == Component.PREFLIGHT and j.config_hash != digest)]
+    current = [j for j in r.world.jobs.values() if not (j.component == Component.PREFLIGHT and j.config_hash != digest)
+               and (not r.spec.suspend or runs_while_suspended(j.component))]
     failure = (failure_of(current) or pods_refused_for_good(capacity)
                or preflight_refused_for_good(r.name, stage, r.world))
     return reasons.with_pod_errors(failure, pod_errors(r.world)) if failure else None
@@ -173,11 +173,11 @@ def setup_to_create(r: Reconcile, config: dict) -> list[dict]:
 
 
 def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
-    if r.spec.suspend or r.world.missing_claims or r.world.output_owner != r.name:
+    if r.world.missing_claims or r.world.output_owner != r.name:
         return []
     jobs = [job_object(r, found, component, replica)
             for component, replica in jobs_to_create(r.name, found.stage, r.spec.server.replicas,
-                                                     list(r.world.jobs.values()))]
+                                                     list(r.world.jobs.values()), r.spec.suspend)]
     # The keys and the network policy before the pods they guard; each created once (a second create
     # is refused as existing).
     if not any(is_generation_job(j) for j in jobs):

@@ -116,6 +116,30 @@ def test_suspend_deletes_running_jobs_and_creates_none():
     assert d.status.phase == Phase.SUSPENDED
 
 
+def test_a_run_created_suspended_gets_its_plan_from_the_preflight_and_no_gpu_job():
+    spec = SPEC.model_copy(update={"suspend": True})
+    d = run(spec=spec, previous=DatasetGenerationStatus())
+    assert names(d.create, "Job") == ["x-preflight"] and d.status.phase == Phase.SUSPENDED
+    running = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).active().state()
+    assert run(spec=spec, previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT),
+               jobs={"x-preflight": running}).delete_jobs == []  # the preflight runs on while suspended
+    passed = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).succeeded().state()
+    d = run(spec=spec, previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": passed},
+            preflight=FOUND)
+    assert not names(d.create, "Job") and not names(d.create, "Secret") and d.status.phase == Phase.SUSPENDED
+    assert d.status.stage == Stage.GENERATING and d.status.preflight.datasets[0].usable_rows == 9
+    assert d.status.estimate.response_tokens == 100 and d.status.estimate.generated_tokens == 100
+    resumed = run(previous=d.status, jobs={"x-preflight": passed}, preflight=FOUND)
+    assert names(resumed.create, "Job") == ["x-gen-r000", "x-gen-r001"]  # the passed preflight is not run again
+
+
+def test_a_preflight_that_fails_while_suspended_fails_the_run():
+    spec = SPEC.model_copy(update={"suspend": True})
+    failed = JobBuilder("x-preflight", Component.PREFLIGHT).config_hash(DIGEST).failed(Reason.POD_FAILURE_POLICY).state()
+    d = run(spec=spec, previous=DatasetGenerationStatus(stage=Stage.PREFLIGHT), jobs={"x-preflight": failed})
+    assert d.status.phase == Phase.FAILED
+
+
 def test_a_missing_claim_is_a_condition_and_no_job_is_created():
     d = run(missing_claims=("data",))
     assert not names(d.create, "Job") and d.status.phase == Phase.PENDING

@@ -152,6 +152,10 @@ class LocalExecutor:
             self.state_file.save(self.state)
             if decision.status.phase in (Phase.SUCCEEDED, Phase.FAILED):
                 return decision.status
+            # Suspended with nothing left running (the preflight, the one Job a suspended run runs, ended):
+            # the plan is in the status; a rerun with suspend false goes on from here.
+            if decision.status.phase == Phase.SUSPENDED and not decision.create and not self.any_running():
+                return decision.status
             if not (decision.create or decision.delete_jobs):
                 self.wait_for_news()
 
@@ -287,7 +291,18 @@ class LocalExecutor:
             detail = f" ({ready.reason}): {ready.message}" if ready else ""
             self.say(f"phase {status.phase}{detail}")
 
+    def any_running(self) -> bool:
+        return any(j.proc is not None and j.running() for j in self.jobs.values())
+
     def finish(self, status: api.DatasetGenerationStatus) -> int:
+        if status.phase == Phase.SUSPENDED:
+            e = status.estimate
+            self.say(f"suspended: no GPU Job runs. The plan: {e.generated_tokens:,} tokens to generate, "
+                     f"{e.generation_hours:.2f} h and {e.gpu_hours:.1f} GPU-hours at {e.tokens_per_second:,.0f} "
+                     f"tokens/s, hidden states {e.hidden_state_size or 'none'} (status.estimate in "
+                     f"{self.state_file.path}); set spec.suspend: false and rerun to generate" if e else
+                     "suspended before the preflight passed; set spec.suspend: false and rerun")
+            return exit_codes.OK
         if status.phase == Phase.SUCCEEDED:
             for component in PIPELINE:
                 if component not in self.started and (component != Component.EXTRACT or self.spec.extraction.enabled):

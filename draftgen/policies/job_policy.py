@@ -5,7 +5,9 @@ older spec that did not succeed goes, so a fixed spec is checked again. Generati
 moment generation is over (deleted with Foreground propagation by the
 caller, so the GPUs are free in seconds) and when their config is stale (a budget changed while
 they ran: they are replaced, and the new pods resume from the stored output). Every unfinished Job
-goes while suspended. A Job still being deleted counts as present, so its replacement waits for it.
+goes while suspended, but the preflight: a suspended run still gets its plan (status.preflight and
+status.estimate) from that CPU Job, and no GPU is taken until it is resumed. A Job still being deleted
+counts as present, so its replacement waits for it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ STALE_IN = {Component.GENERATE: (Stage.GENERATING,), Component.MERGE: (Stage.GEN
                   Component.EXTRACT: (Stage.GENERATING, Stage.MERGING)}
 
 
+def runs_while_suspended(component: Component) -> bool:
+    """The preflight alone: it needs no GPU, and its findings are the plan a suspended run is created for."""
+    return component == Component.PREFLIGHT
+
+
 def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_hash: str) -> list[str]:
     doomed = []
     for job in jobs:
         if job.deleting:
             continue
-        if suspended and not job.succeeded:
+        if suspended and not job.succeeded and not runs_while_suspended(job.component):
             doomed.append(job.name)
         elif job.component == Component.PREFLIGHT and job.config_hash != config_hash and not job.succeeded:
             doomed.append(job.name)  # a preflight of an older spec (one that failed, say): the new one reruns it
@@ -35,9 +42,11 @@ def jobs_to_delete(stage: Stage, suspended: bool, jobs: list[JobState], config_h
     return sorted(doomed)
 
 
-def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState]) -> list[tuple[Component, int]]:
-    """(component, replica) of each Job the stage needs that does not exist yet. The merge waits until
-    every generation pod is gone, so no response is appended after the merge read the output."""
+def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState],
+                   suspended: bool = False) -> list[tuple[Component, int]]:
+    """(component, replica) of each Job the stage needs that does not exist yet (while suspended, only
+    those that run suspended). The merge waits until every generation pod is gone, so no response is
+    appended after the merge read the output."""
     present = {j.name for j in jobs}
     wanted: list[tuple[Component, int, str]] = []
     if stage == Stage.PREFLIGHT:
@@ -48,7 +57,8 @@ def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState])
         wanted = [(Component.MERGE, 0, names.merge_job_name(name))]
     elif stage == Stage.EXTRACTING:
         wanted = [(Component.EXTRACT, 0, names.extract_job_name(name))]
-    return [(component, r) for component, r, job_name in wanted if job_name not in present]
+    return [(component, r) for component, r, job_name in wanted
+            if job_name not in present and (not suspended or runs_while_suspended(component))]
 
 
 def generation_jobs_finished(jobs: list[JobState], replicas: int, config_hash: str) -> bool:

@@ -41,8 +41,10 @@ def settings_from_env() -> plan.OperatorSettings:
     extra = os.environ.get("DRAFTGEN_EXTRA_POD_LABELS", "")
     pairs = tuple(tuple(kv.split("=", 1)) for kv in extra.split(",") if "=" in kv)
     peers = json.loads(os.environ.get("DRAFTGEN_METRICS_FROM") or "[]")  # the chart's networkPolicy.metricsFrom
+    pulls = json.loads(os.environ.get("DRAFTGEN_RUN_IMAGE_PULL_SECRETS") or "[]")  # the chart's runImagePullSecrets
     return plan.OperatorSettings(runner_image=os.environ.get("DRAFTGEN_RUNNER_IMAGE", plan.OperatorSettings.runner_image),
-                                 extra_pod_labels=pairs, metrics_from=tuple(json.dumps(p, sort_keys=True) for p in peers))
+                                 extra_pod_labels=pairs, metrics_from=tuple(json.dumps(p, sort_keys=True) for p in peers),
+                                 image_pull_secrets=tuple(s["name"] for s in pulls))
 
 
 SETTINGS = settings_from_env()

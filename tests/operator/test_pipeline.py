@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import urllib.request
 
 from kubernetes import client
@@ -54,6 +55,7 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
     client.CoreV1Api(k8s).patch_namespace(r.namespace, {"metadata": {"labels": {
         "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
     r.body["spec"]["server"]["securityContext"] = RESTRICTED_SERVER
+    r.body["spec"]["imagePullSecrets"] = [{"name": "registry-mirror"}]  # a private registry: on every pod
     r.apply()
     status = r.wait_phase("Generating")
     assert argocd_health(r.get())[0] == "Progressing"
@@ -103,6 +105,11 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
 
     status = r.wait_phase("Succeeded", "Failed", timeout_s=240)
     assert status["phase"] == "Succeeded", status["conditions"]
+    # Every pod the run made (the generation pods while they ran, the others kept with their Jobs) pulls
+    # with the spec's secret.
+    kept = r.core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
+    assert {p.metadata.labels[names.LABEL_COMPONENT] for p in kept} >= {"preflight", "merge", "extract"}
+    assert all([s.name for s in p.spec.image_pull_secrets or []] == ["registry-mirror"] for p in [*kept, *pods])
     # Cutting at the budget (the default), two replicas end every dataset at its budget exactly.
     assert all(d["state"] == "BudgetMet" and d["tokens"] == d["budgetTokens"] for d in status["datasets"]), \
         status["datasets"]
@@ -143,10 +150,26 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
     assert f'draftgen_phase{{name="qs",namespace="{r.namespace}",phase="Succeeded"}} 1.0' in metrics
 
 
-def test_suspend_deletes_jobs_and_resume_continues_from_the_output(run):
-    r = run(budgets=(8000, 2000, 2000))
+def gpu_pods(r) -> list[str]:
+    """The namespace's pods that ask for a GPU."""
+    return [p.metadata.name for p in r.core.list_namespaced_pod(r.namespace).items
+            if any("nvidia.com/gpu" in str((c.resources and c.resources.limits) or {})
+                   for c in [*(p.spec.init_containers or []), *p.spec.containers])]
+
+
+def test_created_suspended_a_run_shows_its_plan_with_no_gpu_pod_and_suspend_and_resume_keep_its_data(run):
+    r = run(budgets=(8000, 2000, 2000), suspend=True)
     r.apply()
+    wait_for(lambda: r.status().get("stage") == "Generating", 120, "the preflight passed", r.cluster)
+    status = r.status()
+    assert status["phase"] == "Suspended" and status["preflight"]["datasets"], status
+    assert status["estimate"]["generatedTokens"] == 12000 and status["estimate"]["gpuHours"] >= 0
+    time.sleep(3)  # a few folds more: still nothing takes a GPU
+    assert not gpu_pods(r) and not [n for n in r.jobs() if "-gen-" in n]
+    preflight = r.jobs()[names.preflight_job_name(r.name)].metadata.uid
+    r.patch_spec(lambda spec: spec.update(suspend=False))
     wait_for(lambda: (r.status().get("tokens") or 0) > 1000, 120, "some tokens", r.cluster)
+    assert r.jobs()[names.preflight_job_name(r.name)].metadata.uid == preflight  # what passed is not run again
     r.patch_spec(lambda spec: spec.update(suspend=True))
     status = r.wait_phase("Suspended")
     assert argocd_health(r.get())[0] == "Suspended"  # docs/gitops.md
