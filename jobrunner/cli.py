@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from draftgen_contracts import exit_codes
+from draftgen_contracts import exit_codes, provenance
 
 COMMANDS = {
     "preflight": ("jobrunner.preflight.cli", "check a run on the CPU before any GPU: model, tokenizer, datasets"),
@@ -26,7 +26,11 @@ COMMANDS = {
 
 
 def dispatch(prog: str, description: str, commands: dict[str, tuple[str, str]], argv: list[str]) -> int:
-    """Run `prog COMMAND ARGS...`: import the command's module, parse its own arguments, call main."""
+    """Run `prog COMMAND ARGS...`: import the command's module, parse its own arguments, call main.
+    `prog --version`: the installed package's version (the image tag and the chart's appVersion)."""
+    if argv[:1] == ["--version"]:
+        print(f"{prog} {provenance.draftgen_version()}")
+        return exit_codes.OK
     if not argv or argv[0] not in commands:
         parser = argparse.ArgumentParser(prog=prog, description=description)
         sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

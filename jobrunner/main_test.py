@@ -9,3 +9,4 @@ def test_python_dash_m_jobrunner_is_the_jobrunner_script():
     installed = subprocess.run([str(script), "--help"], capture_output=True, text=True)
     assert module.returncode == installed.returncode == 0, module.stderr
     assert module.stdout == installed.stdout and "generate" in module.stdout
+

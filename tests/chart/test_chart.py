@@ -79,6 +79,15 @@ def test_the_metrics_peers_reach_the_operator_as_the_network_policys_json():
     assert "DRAFTGEN_METRICS_FROM" not in {e["name"] for e in default["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
+def test_the_runs_pull_secrets_reach_the_operators_settings(monkeypatch):
+    [deployment] = by_kind(render(**{"runImagePullSecrets[0].name": "mirror"}), "Deployment")
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    monkeypatch.setenv("DRAFTGEN_RUN_IMAGE_PULL_SECRETS", env["DRAFTGEN_RUN_IMAGE_PULL_SECRETS"])
+    from draftgen_operator.handlers import settings_from_env
+
+    assert settings_from_env().image_pull_secrets == ("mirror",)
+
+
 def test_deployment_runs_one_operator_with_its_settings():
     objects = render(watchNamespaces="{team-a,team-b}", runnerImage="runner:1", foldIntervalSeconds="5",
                      **{"jobPodLabels.b": "y", "jobPodLabels.a": "x"})
