@@ -240,7 +240,8 @@ POD_IP = "$(POD_IP)"
 
 
 def model_args(spec: api.DatasetGenerationSpec) -> list[str]:
-    """The server's flags that come from spec.model beyond its path: admission refuses them in server.args."""
+    """The server's flags that come from spec.model beyond its path (admission refuses them in
+    server.args); `jobrunner extract` spells its own the same."""
     return ["--trust-remote-code"] if spec.model.trust_remote_code else []
 
 
@@ -337,8 +338,7 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
         return [*sglang_python(spec.server.command), "-m", "jobrunner", "extract", *common, "--backend", "sglang",
                 "--tp-size", str(spec.server.tensor_parallel_size),
                 "--server-args", json.dumps([*model_args(spec), *spec.server.args])]
-    return ["jobrunner", "extract", *common, *(["--device-map", "auto"] if e.gpus else []),
-            *(["--trust-remote-code"] if spec.model.trust_remote_code else [])]
+    return ["jobrunner", "extract", *common, *(["--device-map", "auto"] if e.gpus else []), *model_args(spec)]
 
 
 def preflight_command(config_path: str, model_path: str, output: str | None = None) -> list[str]:
