@@ -4,7 +4,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo cluster cluster-down binaries controllers sglang bench
+.PHONY: test demo cluster cluster-down binaries controllers sglang image lock bench
 
 $(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -26,11 +26,21 @@ controllers: $(STAMP)
 sglang: $(STAMP)
 	$(PYTHON) -m draftgen_dev.real_sglang.install > /dev/null
 
+# draftgen's image from the Dockerfile, as the tests run it (docs/image.md): buildah and mmdebstrap
+# installed from Debian's packages where missing, a Debian base made once, the image built once per
+# content (about 5 minutes cold, nothing warm) and kept in ~/.cache/draftgen/containers.
+image: $(STAMP)
+	$(PYTHON) -m draftgen_dev.image > /dev/null
+
+# Pins every dependency the image installs (requirements/*.lock) from pyproject.toml's ranges.
+lock: $(STAMP)
+	$(PYTHON) -m draftgen_dev.lock
+
 # SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest. Two pytest
 # workers: most of a test on the control plane or a real server is waiting for it, so the tests
 # that share one (conftest.py's groups) run on one worker while the other runs the rest.
 TEST_WORKERS ?= 2
-test: controllers sglang
+test: controllers sglang image
 	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 # The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);

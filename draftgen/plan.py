@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from draftgen_contracts import exit_codes, names
+from draftgen_contracts.provenance import draftgen_version
 from draftgen_contracts.sglang_protocol import sglang_python
 from draftgen_contracts.generate_config import (ContextConfig, CoordinationConfig, DatasetConfig, DatasetFields,
                                                 GenerateConfig)
@@ -32,7 +33,9 @@ REPORT_INTERVAL_S = 1.0
 @dataclass(frozen=True)
 class OperatorSettings:
     """What the operator adds that the spec does not say."""
-    runner_image: str = "draftgen/jobrunner:0.1.0"
+    # The chart always sets it (DRAFTGEN_RUNNER_IMAGE); otherwise the name `make image` tags this
+    # version's local build with (docs/image.md), never a registry's repository nobody here owns.
+    runner_image: str = f"localhost/draftgen:{draftgen_version()}"
     extra_pod_labels: tuple[tuple[str, str], ...] = ()  # e.g. the local kubelet's label in tests and demos
     # How replicas report and learn the status: through the API server (pods), or through files in
     # the output folder (the local runner, which has no API server).

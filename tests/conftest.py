@@ -140,3 +140,14 @@ def _served(api) -> bool:
         return True
     except client.ApiException:
         return False
+
+
+@pytest.fixture(scope="session")
+def draftgen_image():
+    """draftgen's image, built from the Dockerfile (`make test` builds it before pytest; warm, this only
+    hashes what it copies), its root mounted for the session: draftgen_dev.image.rootfs.ImageRoot."""
+    from draftgen_dev.image.build import ensure_image
+    from draftgen_dev.image.rootfs import mounted
+
+    with mounted(ensure_image()) as image:
+        yield image

@@ -1,5 +1,5 @@
-"""One version for the package, both commands' --version and the chart's appVersion (the image tag
-the chart defaults to)."""
+"""One version for the package, both commands' --version, the chart's appVersion (the image tag the
+chart defaults to) and the tag of the image `make image` builds."""
 
 import subprocess
 import sys
@@ -17,3 +17,11 @@ def test_one_version_for_the_package_the_commands_and_the_charts_app_version():
     for command in ("draftgen", "jobrunner"):
         said = subprocess.run([str(Path(sys.executable).parent / command), "--version"], capture_output=True, text=True)
         assert said.stdout == f"{command} {version}\n", said.stderr
+
+
+def test_the_operators_default_image_and_the_quickstarts_are_the_local_build_of_this_version():
+    from draftgen import plan
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    quickstart = yaml.safe_load((REPO / "examples" / "quickstart.yaml").read_text())
+    assert plan.OperatorSettings().runner_image == quickstart["spec"]["server"]["image"] == f"localhost/draftgen:{version}"

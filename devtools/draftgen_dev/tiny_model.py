@@ -14,6 +14,7 @@ Assistant content is wrapped in `{% generation %}` so `return_assistant_tokens_m
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -119,4 +120,8 @@ def build_tiny_llama(directory: str | os.PathLike, vocab_size: int, num_layers: 
             if module.__class__.__name__.endswith("RMSNorm"):
                 module.weight.uniform_(0.5, 1.5)
     model.save_pretrained(directory)
+    # transformers 5 saves the weights 0600 (through a temporary file); a checkpoint as downloaded from
+    # the Hub is readable by all, as the pods' user (65532, not the owner) needs it.
+    for weights in Path(directory).glob("*.safetensors"):
+        weights.chmod(0o644)
     return str(directory)

@@ -34,9 +34,15 @@ def set_args(values: dict[str, str]) -> list[str]:
     return [arg for key, value in values.items() for arg in ("--set", f"{key}={value}")]
 
 
+# The chart requires the image's repository: the tests' installs name the local build's (make image).
+IMAGE_REPOSITORY = {"image.repository": "localhost/draftgen"}
+OUR_IMAGE = set_args(IMAGE_REPOSITORY)
+
+
 def render(namespace: str = "draftgen-system", **values: str) -> list[dict]:
     """`helm template` of the chart, as objects; values as --set pairs (dots in keys are paths)."""
-    out = helm("template", "draftgen", str(CHART), "--namespace", namespace, *set_args(values)).stdout
+    out = helm("template", "draftgen", str(CHART), "--namespace", namespace,
+               *set_args({**IMAGE_REPOSITORY, **values})).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 

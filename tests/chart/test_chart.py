@@ -10,11 +10,12 @@ import subprocess
 from dataclasses import dataclass
 
 import pytest
+import yaml
 from kubernetes import client
 
 from draftgen import api, plan
 from draftgen_contracts import names
-from tests.chart.conftest import CHART, helm, render, service_account_token, set_args, token_kubeconfig, tool
+from tests.chart.conftest import CHART, OUR_IMAGE, helm, render, service_account_token, set_args, token_kubeconfig, tool
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 from tests.operator.conftest import Operator
@@ -52,7 +53,7 @@ def test_chart_crd_is_the_generated_crd():
 @pytest.mark.parametrize("values", [{}, {"watchNamespaces": "{team-a,team-b}"},
                                     {"metrics.serviceMonitor.enabled": "true", "jobPodLabels.team": "a"}])
 def test_lint(values):
-    helm("lint", "--strict", str(CHART), *set_args(values))
+    helm("lint", "--strict", str(CHART), *OUR_IMAGE, *set_args(values))
 
 
 @pytest.mark.parametrize("values, says", [
@@ -64,7 +65,7 @@ def test_lint(values):
     ({"replica": "1"}, "'replica' not allowed"),  # a typo is refused, not ignored
 ])
 def test_schema_refuses_bad_values(values, says):
-    proc = helm("template", "draftgen", str(CHART), *set_args(values), check=False)
+    proc = helm("template", "draftgen", str(CHART), *OUR_IMAGE, *set_args(values), check=False)
     assert proc.returncode != 0 and "schema" in proc.stderr and says in proc.stderr, proc.stderr
 
 
@@ -105,10 +106,20 @@ def test_deployment_runs_one_operator_with_its_settings():
 
 
 def test_runner_image_defaults_to_the_operators_image():
-    [deployment] = by_kind(render(**{"image.tag": "1.2.3"}), "Deployment")
+    [deployment] = by_kind(render(**{"image.repository": "registry.example/ml/draftgen", "image.tag": "1.2.3"}),
+                           "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    assert container["image"] == env["DRAFTGEN_RUNNER_IMAGE"] == "draftgen/jobrunner:1.2.3"
+    assert container["image"] == env["DRAFTGEN_RUNNER_IMAGE"] == "registry.example/ml/draftgen:1.2.3"
+
+
+def test_the_image_repository_is_required_and_the_error_names_the_value():
+    """No default image: one naming a repository nobody here owns would run its owner's code."""
+    proc = helm("template", "draftgen", str(CHART), check=False)
+    assert proc.returncode != 0 and "image.repository is required" in proc.stderr, proc.stderr
+    [deployment] = by_kind(render(), "Deployment")  # the tag defaults to the appVersion, the package's version
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"localhost/draftgen:{version}"
 
 
 def test_rbac_is_cluster_wide_by_default_and_per_namespace_when_namespaces_are_given():
@@ -156,8 +167,8 @@ def test_service_monitor_scrapes_the_metrics_service():
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert not by_kind(render(), "ServiceMonitor")
-    proc = helm("template", "draftgen", str(CHART), *set_args({"metrics.serviceMonitor.enabled": "true",
-                                                                "metrics.service.enabled": "false"}), check=False)
+    proc = helm("template", "draftgen", str(CHART), *OUR_IMAGE, check=False,
+                *set_args({"metrics.serviceMonitor.enabled": "true", "metrics.service.enabled": "false"}))
     assert proc.returncode != 0 and "metrics.service.enabled" in proc.stderr
 
 
@@ -166,7 +177,7 @@ def test_service_monitor_scrapes_the_metrics_service():
 @pytest.mark.parametrize("watch_own_namespace", [False, True], ids=["cluster-wide", "namespaced"])
 def test_rendered_chart_passes_server_side_dry_run(cluster, crd, release_namespace, watch_own_namespace):
     values = {"watchNamespaces": f"{{{release_namespace}}}"} if watch_own_namespace else {}
-    rendered = helm("template", "dry-run", str(CHART), "--include-crds", "--namespace", release_namespace,
+    rendered = helm("template", "dry-run", str(CHART), "--include-crds", "--namespace", release_namespace, *OUR_IMAGE,
                     *set_args(values)).stdout
     proc = subprocess.run([tool("kubectl"), "--kubeconfig", str(cluster.kubeconfig), "apply", "--server-side",
                            "--dry-run=server", "--field-manager=chart-test", "-f", "-"],
@@ -187,7 +198,7 @@ class Release:
 @pytest.fixture(scope="module")
 def release(cluster, crd, release_namespace):
     name = "draftgen"
-    helm("install", name, str(CHART), "--namespace", release_namespace, kubeconfig=cluster.kubeconfig)
+    helm("install", name, str(CHART), "--namespace", release_namespace, *OUR_IMAGE, kubeconfig=cluster.kubeconfig)
     yield Release(name, release_namespace, service_account=name)
     helm("uninstall", name, "--namespace", release_namespace, kubeconfig=cluster.kubeconfig)
 
@@ -209,7 +220,7 @@ def test_install_creates_the_operator_and_its_rbac(cluster, k8s, release):
 
 
 def test_install_refuses_a_bad_value_and_creates_nothing(cluster, k8s, release_namespace):
-    proc = helm("install", "refused", str(CHART), "--namespace", release_namespace, "--set", "replicas=two",
+    proc = helm("install", "refused", str(CHART), "--namespace", release_namespace, *OUR_IMAGE, "--set", "replicas=two",
                 kubeconfig=cluster.kubeconfig, check=False)
     assert proc.returncode != 0 and "/replicas" in proc.stderr, proc.stderr
     status = helm("status", "refused", "--namespace", release_namespace, kubeconfig=cluster.kubeconfig, check=False)
@@ -226,7 +237,8 @@ def operator_identity(request, cluster, k8s, release, namespace):
     if request.param == "cluster-wide":
         yield release.namespace, release.service_account, None
         return
-    helm("install", "scoped", str(CHART), "--namespace", release.namespace, "--set", f"watchNamespaces={{{namespace}}}",
+    helm("install", "scoped", str(CHART), "--namespace", release.namespace, *OUR_IMAGE,
+         "--set", f"watchNamespaces={{{namespace}}}",
          kubeconfig=cluster.kubeconfig)
     yield release.namespace, "scoped-draftgen", namespace
     helm("uninstall", "scoped", "--namespace", release.namespace, kubeconfig=cluster.kubeconfig)

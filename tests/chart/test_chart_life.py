@@ -15,7 +15,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
-from tests.chart.conftest import CHART, helm, set_args, tool
+from tests.chart.conftest import CHART, IMAGE_REPOSITORY, helm, set_args, tool
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 
@@ -63,13 +63,16 @@ def namespace_named(k8s, prefix: str) -> str:
     return name
 
 
-def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, release_namespace):
-    """The operator's pod and the test pod run for real (the local kubelet), the test pod reaching the
-    operator through its Service's name."""
+def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, release_namespace, draftgen_image):
+    """The operator's pod and the test pod run for real (the local kubelet), from draftgen's image as
+    the chart names it, the test pod reaching the operator through its Service's name."""
     watched = namespace_named(k8s, "answers-watched")
     label = LOCAL_KUBELET_LABEL.replace(".", "\\.")  # a dot in a --set key is a path separator
     local = [arg for key in ("podLabels", "test.podLabels") for arg in ("--set-string", f"{key}.{label}=true")]
-    values = {"watchNamespaces": f"{{{watched}}}", "listenAddress": "$(POD_IP)"}
+    cluster.load_image(draftgen_image.ref, draftgen_image.as_json())
+    repository, tag = draftgen_image.ref.rsplit(":", 1)
+    values = {"watchNamespaces": f"{{{watched}}}", "listenAddress": "$(POD_IP)", "image.repository": repository,
+              "image.tag": tag}
     helm("install", "answers", str(CHART), "--namespace", release_namespace, "--wait", "--timeout", "90s",
          *set_args(values), *local, kubeconfig=cluster.kubeconfig)
     try:
@@ -92,7 +95,7 @@ def test_upgrade_from_the_previous_version_applies_its_crd_and_uninstall_keeps_t
     custom = client.CustomObjectsApi(k8s)
     create = lambda body: custom.create_namespaced_custom_object(  # noqa: E731
         names.GROUP, names.VERSION, watched, names.PLURAL, body)
-    values = set_args({"watchNamespaces": f"{{{watched}}}"})
+    values = set_args({"watchNamespaces": f"{{{watched}}}", **IMAGE_REPOSITORY})
     apply_crds(cluster, old)  # the cluster as version 0.1.0 left it
     try:
         helm("install", "life", str(old), "--namespace", release_namespace, *values, kubeconfig=cluster.kubeconfig)

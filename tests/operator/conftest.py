@@ -20,25 +20,44 @@ from tests.conftest import LOGS_ON_FAILURE, wait_for
 
 
 class Operator:
-    """`draftgen operator` as a subprocess, stopped by its PID."""
+    """`draftgen operator` as a subprocess, stopped by its PID; with `image`, run from draftgen's image
+    (tests/conftest.py's draftgen_image) as the chart runs it: its user, its read-only root, /tmp the
+    one writable folder, a kubeconfig of its own."""
 
     def __init__(self, cluster, log_dir: Path, fold_interval: float = 1.0, extra_env: dict | None = None,
-                 metrics_port: int = 0, liveness_port: int = 0):
+                 metrics_port: int = 0, liveness_port: int = 0, image=None):
         self.cluster = cluster
         self.log = log_dir / "operator.log"
         self.liveness = f"http://127.0.0.1:{liveness_port}/healthz" if liveness_port else ""
-        self.env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": str(fold_interval),
+        self.image = image
+        self.dir = log_dir / "operator"
+        self.env = {**(image.env if image else os.environ), "KUBECONFIG": str(cluster.kubeconfig),
+                    "DRAFTGEN_FOLD_INTERVAL": str(fold_interval),
                     "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true",
                     "DRAFTGEN_METRICS_PORT": str(metrics_port), "DRAFTGEN_METRICS_ADDR": "127.0.0.1",
+                    **({"DRAFTGEN_RUNNER_IMAGE": image.ref, "KUBECONFIG": "/etc/draftgen/kubeconfig"} if image else {}),
                     **(extra_env or {})}
         self.proc: subprocess.Popen | None = None
+
+    def argv(self, scope: list[str]) -> list[str]:
+        command = ["draftgen", "operator", "--liveness", self.liveness, *scope]
+        if self.image is None:
+            return [sys.executable, "-m", "draftgen.cli", *command[1:]]
+        config = self.dir / "config"
+        config.mkdir(parents=True, exist_ok=True)
+        # The admin's credentials inline, in a file of the image's user (the cluster's own are root's).
+        (config / "kubeconfig").write_text(self.cluster.kubeconfig_inline())
+        tmp = self.dir / "tmp"
+        tmp.mkdir(exist_ok=True)
+        for path in (config, config / "kubeconfig", tmp):
+            os.chown(path, *(int(i) for i in self.image.user.split(":")))
+        return self.image.argv(command, {str(config): "/etc/draftgen:ro", str(tmp): "/tmp"})
 
     def start(self, namespace: str | None = None) -> "Operator":
         scope = ["--namespace", namespace] if namespace else []
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--liveness", self.liveness,
-                                          *scope],
-                                         env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(self.argv(scope), env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         return self
 
     def kill(self) -> None:
@@ -77,7 +96,7 @@ class Run:
     """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
 
     def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
-                 volumes=True, metrics_port=0, liveness_port=0, **spec_overrides):
+                 volumes=True, metrics_port=0, liveness_port=0, image=None, **spec_overrides):
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
@@ -86,18 +105,25 @@ class Run:
                      .budgets(*(budgets or (3000, 2000, 2000))).set(**spec_overrides).obj())
         self.data = self.models = None
         self.applied = False
+        if image is not None:  # every pod, the server's included, from draftgen's image (on the local kubelet)
+            cluster.load_image(image.ref, image.as_json())
+            self.body["spec"]["runnerImage"] = self.body["spec"]["server"]["image"] = image.ref
         if volumes:
-            self.make_volumes(tiny_model)
-        self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port,
-                                 liveness_port=liveness_port).start(namespace)
+            self.make_volumes(tiny_model, owner=image.user if image else None)
+        self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port, liveness_port=liveness_port,
+                                 image=image).start(namespace)
 
-    def make_volumes(self, tiny_model, claims=("models", "data")):
+    def make_volumes(self, tiny_model, claims=("models", "data"), owner: str | None = None):
+        """The claims' folders; `owner` ("uid:gid"), the user the pods run as, owns the data (a hostPath
+        volume gets no fsGroup: its owner is whoever prepared it)."""
         if "models" in claims:
             self.models = self.cluster.create_local_volume(self.namespace, "models")
             shutil.copytree(tiny_model, self.models / "tiny")
         if "data" in claims:
             self.data = self.cluster.create_local_volume(self.namespace, "data")
             write_datasets(self.data / "prompts", rows_per_dataset=200)
+            for path in [self.data, *self.data.rglob("*")] if owner else []:
+                os.chown(path, *(int(i) for i in owner.split(":")))
 
     def apply(self):
         self.applied = True

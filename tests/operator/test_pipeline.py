@@ -49,9 +49,11 @@ RESTRICTED_SERVER = {"runAsNonRoot": True, "runAsUser": 65532, "allowPrivilegeEs
                      "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k8s):
+def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k8s, draftgen_image, cluster):
+    """The quickstart as on a real cluster: the operator and every pod run from draftgen's image, built
+    from the Dockerfile (the local kubelet runs a container from a loaded image's root as its user)."""
     metrics_port, liveness_port = free_port(), free_port()
-    r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port)
+    r = run(extraction=True, metrics_port=metrics_port, liveness_port=liveness_port, image=draftgen_image)
     client.CoreV1Api(k8s).patch_namespace(r.namespace, {"metadata": {"labels": {
         "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
     r.body["spec"]["server"]["securityContext"] = RESTRICTED_SERVER
@@ -148,6 +150,10 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
     chat = next(d for d in status["datasets"] if d["name"] == "chat")
     assert f'draftgen_dataset_tokens{{dataset="chat",name="qs",namespace="{r.namespace}"}} {float(chat["tokens"])}' in metrics
     assert f'draftgen_phase{{name="qs",namespace="{r.namespace}",phase="Succeeded"}} 1.0' in metrics
+    # Every container of every pod of the run ran from the image.
+    log = (cluster.logs_dir / "local-kubelet.log").read_text().splitlines()
+    started = [line for line in log if f"pod {r.namespace}/" in line and ": started " in line]
+    assert started and all(line.endswith(f"from the image {draftgen_image.ref}") for line in started), started
 
 
 def gpu_pods(r) -> list[str]:

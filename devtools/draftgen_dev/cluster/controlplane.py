@@ -13,6 +13,7 @@ can be stopped later by another process (`make cluster-down`).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -137,6 +138,20 @@ class LocalCluster:
         return self.state_dir / "volumes"
 
     @property
+    def images_file(self) -> Path:
+        """The images loaded into the local kubelet (kubelet/loaded_images)."""
+        return self.state_dir / "images.json"
+
+    def load_image(self, ref: str, image: dict) -> None:
+        """Make pods whose containers name `ref` run from this image's root, as `kind load` does:
+        image is {"root", "env", "user", "workdir"} (draftgen_dev.image.rootfs.ImageRoot.as_json)."""
+        loaded = json.loads(self.images_file.read_text()) if self.images_file.exists() else {}
+        loaded[ref] = image
+        temporary = self.images_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(loaded))
+        temporary.replace(self.images_file)
+
+    @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.apiserver_port}"
 
@@ -167,7 +182,8 @@ class LocalCluster:
                 self._start_component(Component(
                     "local-kubelet",
                     [sys.executable, "-m", "draftgen_dev.cluster.kubelet", "--kubeconfig", str(self.kubeconfig),
-                     "--volumes-dir", str(self.volumes_dir), "--state-dir", str(self.state_dir / "pods")],
+                     "--volumes-dir", str(self.volumes_dir), "--state-dir", str(self.state_dir / "pods"),
+                     "--images-file", str(self.images_file)],
                     self.logs_dir / "local-kubelet.log"))
             self._write_state()
             self._create_nodes()
@@ -322,6 +338,16 @@ class LocalCluster:
                 return r.status == 200
         except OSError:
             return False
+
+    def kubeconfig_inline(self) -> str:
+        """The admin's kubeconfig with the certificates in it, for a process that cannot read this
+        cluster's files (one run from an image as its user)."""
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        for entry, keys in ((config["clusters"][0]["cluster"], ("certificate-authority",)),
+                            (config["users"][0]["user"], ("client-certificate", "client-key"))):
+            for key in keys:
+                entry[f"{key}-data"] = base64.b64encode(Path(entry.pop(key)).read_bytes()).decode()
+        return yaml.safe_dump(config)
 
     def _write_kubeconfig(self) -> None:
         config = {

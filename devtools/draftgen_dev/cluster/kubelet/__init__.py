@@ -5,9 +5,8 @@ the scheduler has bound it to a node, is run here instead, as a kubelet would ru
 
 - native sidecars (init containers with `restartPolicy: Always`) start first, each waited on through
   its startup probe; plain init containers run to completion; then the main containers run;
-- each container is a local process (the image is ignored: its command runs from this Python
-  environment) with the pod's env (values, downward API fields, ConfigMap/Secret keys, `$(VAR)`
-  expansion), in a private mount namespace where the pod's volumes are bind-mounted at their
+- each container is a local process with the pod's env (values, downward API fields,
+  ConfigMap/Secret keys, `$(VAR)` expansion), in a private mount namespace where the pod's volumes are bind-mounted at their
   mountPaths: PVCs map to `<volumes-dir>/<namespace>/<claim>`, emptyDirs and ConfigMaps/Secrets to
   per-pod folders, and a real ServiceAccount token (TokenRequest, bound to the pod) appears at
   `/var/run/secrets/kubernetes.io/serviceaccount` with KUBERNETES_SERVICE_HOST/PORT set, so
@@ -28,6 +27,10 @@ the scheduler has bound it to a node, is run here instead, as a kubelet would ru
 - a native sidecar that exits (or fails its startup probe) before it has started is restarted after a
   back-off (10 s doubling up to 5 min), in `CrashLoopBackOff` with its restart count and last exit
   code meanwhile, as restartPolicy Always says;
+- a container whose image was loaded into the node (LocalCluster.load_image, as `kind load` does)
+  runs from that image's root: chrooted as its securityContext's user (else the image's USER), the
+  root read-only when readOnlyRootFilesystem says so, with the image's ENV under the pod's env; every
+  other container runs from this Python environment and the project's checkout;
 - an image whose registry host is under `.invalid` cannot be pulled (`ErrImagePull`, then
   `ImagePullBackOff`, retried with the same back-off); every other image "pulls" (image_pull).
 
@@ -37,6 +40,7 @@ Liveness probes are not run (a dead local process already fails the pod).
     pod_volumes  the pod's volumes as local folders, its ServiceAccount token, the bind-mounted argv
     probes       startup and readiness probes
     image_pull   which images pull, and how a failed pull reads
+    loaded_images  the images loaded into the node, and the options that run a container from one
     service_hosts  the Services' names in each container's /etc/hosts
     pod_runner   one pod: its containers in order, its status, its termination
     kubelet      the watch on pods and the command line

@@ -60,13 +60,14 @@ def free_pod_ip(index: int, ports: list[int]) -> tuple[str, int]:
 
 
 class LocalKubelet:
-    def __init__(self, kubeconfig: str, volumes_dir: Path, state_dir: Path):
+    def __init__(self, kubeconfig: str, volumes_dir: Path, state_dir: Path, images_file: Path | None = None):
         self.api = config.new_client_from_config(config_file=kubeconfig)
         self.core = client.CoreV1Api(self.api)
         server = yaml.safe_load(Path(kubeconfig).read_text())["clusters"][0]["cluster"]["server"]
         self.apiserver_port = int(server.rsplit(":", 1)[1])
         self.volumes_dir = volumes_dir
         self.state_dir = state_dir
+        self.images_file = images_file  # loaded_images
         self.runners: dict[str, PodRunner] = {}
         self.next_ip = 0
         self.lock = threading.Lock()
@@ -131,10 +132,11 @@ def main() -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--volumes-dir", type=Path, required=True)
     parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--images-file", type=Path, help="the images loaded into this node (loaded_images)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args.state_dir.mkdir(parents=True, exist_ok=True)
-    kubelet = LocalKubelet(args.kubeconfig, args.volumes_dir, args.state_dir)
+    kubelet = LocalKubelet(args.kubeconfig, args.volumes_dir, args.state_dir, args.images_file)
 
     def on_term(*_):
         kubelet.shutdown()

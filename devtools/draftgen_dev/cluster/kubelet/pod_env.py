@@ -27,17 +27,18 @@ def field_value(pod: client.V1Pod, pod_ip: str, path: str) -> str:
     raise ValueError(f"unsupported fieldRef {path}")
 
 
-def base_env(pod: client.V1Pod, apiserver_port: int) -> dict[str, str]:
-    """What every container gets: this Python's PATH, the in-cluster API server's address."""
-    return {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-            "HOME": os.environ.get("HOME", "/root"), "HOSTNAME": pod.metadata.name,
-            "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(apiserver_port),
-            "PYTHONUNBUFFERED": "1"}
+def base_env(pod: client.V1Pod, apiserver_port: int, image_env: dict[str, str] | None = None) -> dict[str, str]:
+    """What every container gets: the image's ENV (this Python's PATH for a container run from here),
+    the in-cluster API server's address."""
+    here = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+            "HOME": os.environ.get("HOME", "/root"), "PYTHONUNBUFFERED": "1"}
+    return {**(here if image_env is None else image_env), "HOSTNAME": pod.metadata.name,
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(apiserver_port)}
 
 
-def container_env(core: client.CoreV1Api, pod: client.V1Pod, container, pod_ip: str,
-                  apiserver_port: int) -> dict[str, str]:
-    env = base_env(pod, apiserver_port)
+def container_env(core: client.CoreV1Api, pod: client.V1Pod, container, pod_ip: str, apiserver_port: int,
+                  image_env: dict[str, str] | None = None) -> dict[str, str]:
+    env = base_env(pod, apiserver_port, image_env)
     ns = pod.metadata.namespace
     for source in container.env_from or []:
         if source.config_map_ref:

@@ -16,6 +16,7 @@ from kubernetes import client
 from draftgen_contracts.timestamps import utc_now_iso as now
 
 from .image_pull import back_off_message, pull_error
+from .loaded_images import loaded_image, run_options
 from .pod_env import container_env
 from .pod_volumes import container_argv, service_account_dir, volume_sources
 from .probes import wait_started
@@ -124,19 +125,24 @@ class PodRunner(threading.Thread):
 
     # --- running ----------------------------------------------------------------------------------
     def _start(self, container, volumes, sa_dir) -> subprocess.Popen:
-        env = container_env(self.core, self.pod, container, self.pod_ip, self.kubelet.apiserver_port)
+        image = loaded_image(self.kubelet.images_file, container.image or "")
+        env = container_env(self.core, self.pod, container, self.pod_ip, self.kubelet.apiserver_port,
+                            image["env"] if image else None)
         hosts = self.kubelet.hosts.file_for(self.pod.metadata.namespace, self.dir / f"{container.name}.hosts")
-        argv = container_argv(container, env, volumes, sa_dir, hosts)
+        argv = container_argv(container, env, volumes, sa_dir, hosts, run_options(self.pod, container, image) if image else [])
         logfile = open(self.dir / f"{container.name}.log", "ab")
+        # From an image, the working directory is inside its root: pod_exec goes there after the chroot.
+        cwd = str(self.dir) if image else container.working_dir or str(self.dir)
         proc = subprocess.Popen(argv, env=env, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=container.working_dir or str(self.dir), start_new_session=True)
+                                cwd=cwd, start_new_session=True)
         logfile.close()
         self.procs[container.name] = proc
         if self.terminating.is_set():  # stopped while this one started: terminate() may not have seen it
             self._terminate(proc, 0)
         self._container_status(container, {"running": {"startedAt": now()}})
-        log.info("pod %s/%s: started %s (pid %d, log pods/%s/%s.log)", self.pod.metadata.namespace,
-                 self.pod.metadata.name, container.name, proc.pid, self.pod.metadata.uid, container.name)
+        log.info("pod %s/%s: started %s (pid %d, log pods/%s/%s.log)%s", self.pod.metadata.namespace,
+                 self.pod.metadata.name, container.name, proc.pid, self.pod.metadata.uid, container.name,
+                 f" from the image {container.image}" if image else "")
         return proc
 
     def _finish(self, container, code: int) -> None:

@@ -26,6 +26,8 @@ def volume_sources(core: client.CoreV1Api, pod: client.V1Pod, pod_dir: Path, vol
         else:  # ConfigMaps and Secrets filled in; emptyDir (memory-backed or not) and the rest empty
             path = pod_dir / "volumes" / vol.name
             path.mkdir(parents=True, exist_ok=True)
+            if vol.empty_dir is not None:
+                path.chmod(0o777)  # as a kubelet makes an emptyDir: any user the container runs as writes it
             for key, content in volume_files(core, pod.metadata.namespace, vol).items():
                 (path / key).write_bytes(content)
         path.mkdir(parents=True, exist_ok=True)
@@ -75,9 +77,10 @@ def service_account_dir(core: client.CoreV1Api, pod: client.V1Pod, pod_dir: Path
 
 
 def container_argv(container, env: dict[str, str], volumes: dict[str, Path], sa_dir: Path | None,
-                   hosts: Path | None = None) -> list[str]:
+                   hosts: Path | None = None, image: list[str] = ()) -> list[str]:
     """The container's command in a private mount namespace with its volumes bind-mounted (and
-    `hosts` over /etc/hosts: the Services' names, service_hosts)."""
+    `hosts` over /etc/hosts: the Services' names, service_hosts); `image`: pod_exec's options that run
+    it from a loaded image's root (loaded_images.run_options)."""
     if not container.command:
         raise ValueError(f"container {container.name} has no command (the local kubelet has no image entrypoints)")
     binds = []
@@ -93,4 +96,4 @@ def container_argv(container, env: dict[str, str], volumes: dict[str, Path], sa_
         binds += ["--bind", f"{hosts}:/etc/hosts:ro"]
     cmd = [expand_vars(a, env) for a in [*container.command, *(container.args or [])]]
     return ["unshare", "--mount", "--propagation", "private", sys.executable, "-m",
-            "draftgen_dev.cluster.pod_exec", *binds, "--", *cmd]
+            "draftgen_dev.cluster.pod_exec", *image, *binds, "--", *cmd]
