@@ -22,6 +22,8 @@ from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
 from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER
 
+from draftgen.kube_types import VOLUME_SOURCES
+
 DEFAULT_CLASS_NAMES = [c.name for c in DEFAULT_PROMPT_CLASSES]
 
 
@@ -66,6 +68,9 @@ def fields_rule(condition: str) -> str:
     return f"self.datasets.all(d, !has(d.fields) || ({condition}))"
 
 
+POD_VOLUMES = "!has(self.pods) || !has(self.pods.volumes)"
+# Where draftgen's containers that take server.volumeMounts (the server, the extraction) mount its own volumes.
+OWN_MOUNTS = [names.DATA_MOUNT, "/dev/shm", names.KEYS_MOUNT, names.CODE_MOUNT, "/tmp"]
 SGLANG_BACKEND_CEL = "!has(self.extraction) || !has(self.extraction.backend) || self.extraction.backend != 'sglang'"
 EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
 SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
@@ -131,6 +136,33 @@ SPEC_RULES = [
     Rule(".server.nodeSelector", "server.nodeSelector keys must be qualified names and its values label values",
          f"!has(self.server.nodeSelector) || self.server.nodeSelector.all(k, k.matches('{QUALIFIED_NAME}') && "
          f"self.server.nodeSelector[k].matches('{LABEL_VALUE}'))"),
+    Rule(".cpuStages.nodeSelector", "cpuStages.nodeSelector keys must be qualified names and its values label values",
+         f"!has(self.cpuStages) || !has(self.cpuStages.nodeSelector) || self.cpuStages.nodeSelector.all(k, "
+         f"k.matches('{QUALIFIED_NAME}') && self.cpuStages.nodeSelector[k].matches('{LABEL_VALUE}'))"),
+    Rule(".pods.labels", f"pods.labels keys must be qualified names outside {names.GROUP}/ (draftgen's own labels) "
+         "and its values label values",
+         f"!has(self.pods) || !has(self.pods.labels) || self.pods.labels.all(k, k.matches('{QUALIFIED_NAME}') && "
+         f"!k.startsWith('{names.GROUP}/') && self.pods.labels[k].matches('{LABEL_VALUE}'))"),
+    Rule(".pods.annotations", "pods.annotations keys must be qualified names",
+         f"!has(self.pods) || !has(self.pods.annotations) || self.pods.annotations.all(k, k.matches('{QUALIFIED_NAME}'))"),
+    Rule(".pods.volumes", f"pods.volumes[] must have exactly one source ({', '.join(VOLUME_SOURCES)})",
+         f"{POD_VOLUMES} || self.pods.volumes.all(v, [{', '.join(f'has(v.{s})' for s in VOLUME_SOURCES)}]"
+         ".filter(x, x).size() == 1)"),
+    Rule(".pods.volumes", f"pods.volumes[].name must not be one of draftgen's own volumes ({', '.join(api.OWN_VOLUMES)})",
+         f"{POD_VOLUMES} || self.pods.volumes.all(v, !(v.name in {json.dumps(api.OWN_VOLUMES)}))"),
+    Rule(".server.volumeMounts", "server.volumeMounts[].name must name a volume of pods.volumes",
+         "!has(self.server.volumeMounts) || self.server.volumeMounts.all(m, has(self.pods) && has(self.pods.volumes) "
+         "&& self.pods.volumes.exists(v, v.name == m.name))"),
+    Rule(".server.volumeMounts", f"server.volumeMounts[].mountPath must not be one of the folders draftgen mounts "
+         f"({', '.join(OWN_MOUNTS)}, model.mountPath)",
+         f"!has(self.server.volumeMounts) || self.server.volumeMounts.all(m, !(m.mountPath in {json.dumps(OWN_MOUNTS)}) "
+         "&& m.mountPath != self.model.mountPath)"),
+    Rule(".server.env", "server.env must not set POD_IP: the server binds the pod's address from it",
+         "!has(self.server.env) || !self.server.env.exists(e, e.name == 'POD_IP')"),
+    Rule(".server.env", "server.env[]: a value or a valueFrom, not both; a valueFrom names exactly one source",
+         "!has(self.server.env) || self.server.env.all(e, !(has(e.value) && has(e.valueFrom)) && (!has(e.valueFrom) "
+         "|| [has(e.valueFrom.fieldRef), has(e.valueFrom.resourceFieldRef), has(e.valueFrom.configMapKeyRef), "
+         "has(e.valueFrom.secretKeyRef)].filter(x, x).size() == 1))"),
     Rule(".atBudget", "atBudget: cut keeps the responses cut at the budget, which merge.truncated: drop would "
          "remove, leaving every dataset short of its budget: use atBudget: abort, or merge.truncated: mark or keep",
          "(has(self.atBudget) ? self.atBudget : 'cut') != 'cut' || !has(self.merge) || "
@@ -187,7 +219,10 @@ def spec_problems(spec: api.DatasetGenerationSpec) -> list[str]:
     duplicates = [*duplicate_keys("datasets", [d.name for d in spec.datasets]),
                   *duplicate_keys("promptClasses", [c.name for c in spec.prompt_classes]),
                   *duplicate_values("merge.exports", list(spec.merge.exports)),
-                  *duplicate_values("extraction.exports", list(spec.extraction.exports))]
+                  *duplicate_values("extraction.exports", list(spec.extraction.exports)),
+                  *duplicate_keys("server.env", [e.name for e in spec.server.env]),
+                  *duplicate_keys("pods.volumes", [v.name for v in spec.pods.volumes]),
+                  *duplicate_values("server.volumeMounts", [{"mountPath": m.mount_path} for m in spec.server.volume_mounts])]
     holds = rule_checker(self=as_applied(spec))
     return duplicates or [f"spec{rule.field_path}: {rule.message}" for rule in SPEC_RULES if not holds(rule.cel)]
 

@@ -22,6 +22,8 @@ from draftgen_contracts.replica_status import ReplicaStatus
 from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_KINDS
 from draftgen_contracts.states import DatasetState, Phase, Stage
 
+from .kube_types import Affinity, EnvVar, ResourceRequirements, SecurityContext, Toleration, Volume, VolumeMount
+
 MAX_REPLICAS = 64
 MAX_DATASETS = 64
 # Names that reach an object's name or a label value (k8s.io/apimachinery pkg/util/validation):
@@ -119,22 +121,34 @@ class Server(Model):
     gpus_per_replica: int = Field(8, ge=1, le=64, description="nvidia.com/gpu per generation pod (one pod per node).")
     replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="Generation pods, each on its own GPU node.")
     port: int = Field(30000, ge=1024, le=65535, description="The server's port inside the pod.")
-    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM, description=(
-        "Extra resources for the server container (cpu, memory); nvidia.com/gpu comes from gpusPerReplica."))
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements, description=(
+        "The server container's resources (cpu, memory); its nvidia.com/gpu limit comes from gpusPerReplica."))
+    generate_resources: ResourceRequirements = Field(
+        default_factory=lambda: ResourceRequirements(requests={"cpu": "2", "memory": "8Gi"}), description=(
+            "The resources of the generation client beside the server (`jobrunner generate`, one per pod)."))
+    env: list[EnvVar] = Field(default_factory=list, max_length=128, json_schema_extra=k8s(
+        list_type="map", list_map_keys=["name"]), description=(
+            "Environment of the server container and of the extraction container, which loads the same model "
+            "(NCCL_*, SGLANG_*, a cache folder): values, or valueFrom a Secret, ConfigMap or field."))
+    volume_mounts: list[VolumeMount] = Field(default_factory=list, max_length=32, json_schema_extra=k8s(
+        list_type="map", list_map_keys=["mountPath"]), description=(
+            "Volumes of pods.volumes mounted into the server container and the extraction container (a node-local "
+            "NVMe cache for weights)."))
     node_selector: dict[str, Annotated[str, StringConstraints(max_length=63)]] = Field(
         default_factory=lambda: {"nvidia.com/gpu.present": "true"}, max_length=64,
-        description="Node selector of the generation pods.")
-    tolerations: list[dict[str, Any]] = Field(default_factory=lambda: [dict(GPU_TOLERATION)],
-                                              json_schema_extra={"items": FREE_FORM},
-                                              description="Tolerations of the generation pods.")
+        description="Node selector of the GPU pods: generation, and extraction when extraction.gpus > 0.")
+    tolerations: list[Toleration] = Field(default_factory=lambda: [Toleration(**GPU_TOLERATION)], max_length=64,
+                                          description="Tolerations of the GPU pods.")
+    affinity: Affinity | None = Field(None, description=(
+        "Affinity of the GPU pods; the generation pods also keep draftgen's anti-affinity (one per node)."))
     shm_size: str = Field("64Gi", description="Size of the memory-backed /dev/shm (a Kubernetes quantity).")
     startup_timeout_seconds: int = Field(STARTUP_TIMEOUT_S, ge=60, le=86400, description=(
         "How long the server may take to load weights, compile and capture graphs before its pod fails."))
     expected_tokens_per_second: float = Field(2500.0, gt=0, description=(
         "Output tokens/s one replica is expected to generate: the estimate's rate until the replicas "
         "measure theirs (default: a ~1T-parameter MoE on 8 GPUs at the reference concurrency)."))
-    security_context: dict[str, Any] = Field(
-        default_factory=lambda: dict(SERVER_SECURITY_CONTEXT), json_schema_extra=FREE_FORM, description=(
+    security_context: SecurityContext = Field(
+        default_factory=lambda: SecurityContext.model_validate(SERVER_SECURITY_CONTEXT), description=(
             "The server container's securityContext (also the SGLang extraction's). The default keeps the "
             "image's root user (SGLang's images run as root) with every capability dropped, no privilege "
             "escalation and the runtime's seccomp profile: Pod Security baseline. A namespace enforcing "
@@ -248,7 +262,9 @@ class Merge(Model):
     exports: list[Literal["hf-parquet", "speculators-jsonl"]] = Field(
         default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"),
         description="Corpus exports for trainers, into corpus/exports/<kind>/ (docs/formats.md#corpus-exports).")
-    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
+    resources: ResourceRequirements = Field(
+        default_factory=lambda: ResourceRequirements(requests={"cpu": "2", "memory": "2Gi"}, limits={"memory": "4Gi"}),
+        description="The merge container's resources.")
 
 
 class Extraction(Model):
@@ -273,12 +289,52 @@ class Extraction(Model):
         default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"), description=(
             "State exports for trainers, into hidden-states/exports/<kind>/: specforge needs finalState "
             "post-norm, speculators pre-norm (docs/formats.md#state-exports)."))
-    gpus: int = Field(8, ge=0, le=64, description="nvidia.com/gpu of the extraction pod.")
-    resources: dict[str, Any] = Field(default_factory=dict, json_schema_extra=FREE_FORM)
+    gpus: int = Field(8, ge=0, le=64, description=(
+        "nvidia.com/gpu of the extraction pod: on the GPU nodes (server's placement) when > 0, else on the CPU "
+        "stages' (cpuStages)."))
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements, description=(
+        "The extraction container's resources; its nvidia.com/gpu limit comes from gpus."))
     expected_tokens_per_second: float = Field(10000.0, gt=0, description=(
         "Corpus tokens/s the extraction pod is expected to read: the estimate's extraction rate (default: "
         "the 10,000 tokens/s per 8-GPU node the SGLang backend is sized for, not yet measured on a GPU; "
         "bench/extraction_gpu.py measures a card's)."))
+
+
+class PreflightStage(Model):
+    """The CPU check of the model, the tokenizer and the datasets before any GPU is asked for."""
+
+    resources: ResourceRequirements = Field(
+        default_factory=lambda: ResourceRequirements(requests={"cpu": "1", "memory": "2Gi"}, limits={"memory": "8Gi"}),
+        description="The preflight container's resources.")
+
+
+class Placement(Model):
+    """Where a group of pods may run (their pod spec's nodeSelector, tolerations and affinity)."""
+
+    node_selector: dict[str, Annotated[str, StringConstraints(max_length=63)]] = Field(
+        default_factory=dict, max_length=64, description="Node selector.")
+    tolerations: list[Toleration] = Field(default_factory=list, max_length=64, description="Tolerations.")
+    affinity: Affinity | None = Field(None, description="Affinity.")
+
+
+# Pod volumes draftgen names itself (plan.py): a volume of pods.volumes takes another name.
+OWN_VOLUMES = ["data", "model", "config", "dshm", "server-keys", "scratch", "inputs", "jobrunner-code"]
+
+
+class Pods(Model):
+    """What every pod of the run carries beside draftgen's own settings."""
+
+    annotations: dict[str, Annotated[str, StringConstraints(max_length=65536)]] = Field(
+        default_factory=dict, max_length=64, description="Annotations of every pod.")
+    labels: dict[str, Annotated[str, StringConstraints(max_length=63)]] = Field(
+        default_factory=dict, max_length=64, description=(
+            "Labels of every pod (a policy's, a cost center's); keys under draftgen.io/ are draftgen's own."))
+    priority_class_name: str | None = Field(None, max_length=253, pattern=DNS_SUBDOMAIN, description=(
+        "The PriorityClass of every pod (with Kueue, a WorkloadPriorityClass goes on the Jobs instead)."))
+    volumes: list[Volume] = Field(default_factory=list, max_length=32, json_schema_extra=k8s(
+        list_type="map", list_map_keys=["name"]), description=(
+            "Volumes for server.volumeMounts, added to the pods whose containers mount them (generation and "
+            "extraction). Names other than draftgen's own: " + ", ".join(OWN_VOLUMES) + "."))
 
 
 class SecretName(Model):
@@ -292,6 +348,12 @@ class DatasetGenerationSpec(Model):
 
     model: TargetModel = Field(json_schema_extra=IMMUTABLE, description="The target model (immutable).")
     server: Server
+    pods: Pods = Field(default_factory=Pods, description=(
+        "Annotations, labels, priority class and extra volumes of every pod the run creates."))
+    cpu_stages: Placement = Field(default_factory=Placement, description=(
+        "Where the CPU pods run (preflight, merge, and extraction when extraction.gpus is 0), apart from the GPU "
+        "pods (server.nodeSelector, tolerations and affinity)."))
+    preflight: PreflightStage = Field(default_factory=PreflightStage)
     runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
     image_pull_secrets: list[SecretName] = Field(
         default_factory=list, max_length=16, json_schema_extra=k8s(list_type="map", list_map_keys=["name"]),

@@ -207,9 +207,37 @@ def pull_secrets(spec: api.DatasetGenerationSpec, settings: OperatorSettings) ->
     return [{"name": n} for n in ordered]
 
 
+def placement(spec: api.DatasetGenerationSpec, gpu: bool) -> dict:
+    """nodeSelector, tolerations and affinity of a pod: the GPU nodes' (spec.server's) or the CPU
+    stages' (spec.cpuStages); only what is set."""
+    where = spec.server if gpu else spec.cpu_stages
+    out = {"nodeSelector": where.node_selector, "tolerations": [t.manifest() for t in where.tolerations],
+           "affinity": where.affinity.manifest() if where.affinity else None}
+    return {k: v for k, v in out.items() if v}
+
+
+def with_pod_settings(pod_spec: dict, spec: api.DatasetGenerationSpec) -> dict:
+    """spec.pods on a pod: its priority class, and the volumes of spec.pods.volumes its containers mount."""
+    mounted = {m["name"] for c in [*pod_spec.get("initContainers", []), *pod_spec["containers"]]
+               for m in c.get("volumeMounts", [])}
+    extra = [v.manifest() for v in spec.pods.volumes if v.name in mounted]
+    if extra:
+        pod_spec["volumes"] = [*pod_spec.get("volumes", []), *extra]
+    if spec.pods.priority_class_name:
+        pod_spec["priorityClassName"] = spec.pods.priority_class_name
+    return pod_spec
+
+
+def with_model_settings(container: dict, spec: api.DatasetGenerationSpec) -> dict:
+    """spec.server.env and volumeMounts, in a container that loads the model (the server, the extraction)."""
+    container["env"] = [*container.get("env", []), *(e.manifest() for e in spec.server.env)]
+    container["volumeMounts"] = [*container.get("volumeMounts", []), *(m.manifest() for m in spec.server.volume_mounts)]
+    return container
+
+
 def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings,
          pod_spec: dict, *, extra_labels: dict[str, str] | None = None) -> dict:
-    pod_spec = hardened(pod_spec)
+    pod_spec = with_pod_settings(hardened(pod_spec), spec)
     if secrets := pull_secrets(spec, settings):  # every image of every pod: the runner's and the server's
         pod_spec["imagePullSecrets"] = secrets
     job_labels = labels(name, component, **(extra_labels or {}))
@@ -222,7 +250,9 @@ def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSp
             {"action": "FailJob", "onExitCodes": {"operator": "In", "values": sorted(exit_codes.FAIL_AT_ONCE)}},
             {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         ]},
-        "template": {"metadata": {"labels": {**job_labels, **dict(settings.extra_pod_labels)}},
+        # draftgen's labels win over the spec's (admission refuses its keys under draftgen.io/ anyway).
+        "template": {"metadata": {"labels": {**spec.pods.labels, **job_labels, **dict(settings.extra_pod_labels)},
+                                  **({"annotations": dict(spec.pods.annotations)} if spec.pods.annotations else {})},
                      "spec": {"restartPolicy": "Never", **pod_spec}},
     }
     # Every Job of the run (generation, merge, extraction) is queued. Kueue's webhook suspends it at
@@ -233,9 +263,12 @@ def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSp
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
 
-def _with_gpus(resources: dict[str, Any], gpus: int) -> dict[str, Any]:
-    limits = {**resources.get("limits", {}), **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-    return {**resources, "limits": limits}
+def resources(requirements: api.ResourceRequirements, gpus: int = 0) -> dict[str, Any]:
+    """A container's resources, with `gpus` as its nvidia.com/gpu limit."""
+    out = requirements.manifest()
+    if gpus:
+        out["limits"] = {**out.get("limits", {}), "nvidia.com/gpu": str(gpus)}
+    return out
 
 
 # The server binds the pod IP, and generate reaches it there (Kubernetes expands `$(POD_IP)` in args).
@@ -271,9 +304,9 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
         "command": s.command, "args": [*server_args(spec), *server_keys.server_key_args(s.args)], "env": POD_IP_ENV,
-        "securityContext": dict(s.security_context),
+        "securityContext": s.security_context.manifest(),
         "ports": [{"name": "http", "containerPort": s.port}],
-        "resources": _with_gpus(s.resources, s.gpus_per_replica),
+        "resources": resources(s.resources, s.gpus_per_replica),
         # The port opens only after the weights load, and /ready answers only after warm-up;
         # a 1 TB checkpoint with graph capture can take most of the startup timeout.
         "startupProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": probe_period,
@@ -287,34 +320,41 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     own_keys = not server_keys.user_keys(s.args)
     if own_keys:
         server["volumeMounts"].append({"name": "server-keys", "mountPath": names.KEYS_MOUNT, "readOnly": True})
+    with_model_settings(server, spec)
     runner = {
         "name": "generate", "image": spec.runner_image or settings.runner_image,
         "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
                                     f"http://{POD_IP}:{s.port}", f"{POD_IP}:{names.GENERATE_METRICS_PORT}"),
         "env": [*POD_IP_ENV, *OFFLINE_ENV, *server_keys.client_key_env(name, s.args)],
         "ports": [{"name": "metrics", "containerPort": names.GENERATE_METRICS_PORT}],
-        "resources": {"requests": {"cpu": "2", "memory": "8Gi"}},
+        "resources": resources(s.generate_resources),
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          *inputs_mounts(spec)],
     }
     pod_spec = {
-        "serviceAccountName": names.service_account_name(name),
-        "nodeSelector": s.node_selector, "tolerations": s.tolerations,
-        # One generation pod per GPU node: replicas never share a node's GPUs.
-        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": labels(name, "generate")},
-            "topologyKey": "kubernetes.io/hostname"}]}},
+        "serviceAccountName": names.service_account_name(name), **placement(spec, gpu=True),
         "terminationGracePeriodSeconds": 30,
         "initContainers": [server], "containers": [runner],
         "volumes": [*_volumes(name, spec, model=True, config=config["metadata"]["name"], shm=True, inputs=True),
                     *([server_keys.keys_volume(name)] if own_keys else [])],
     }
+    pod_spec["affinity"] = one_per_node(name, pod_spec.get("affinity", {}))
     job = _job(name, names.generation_job_name(name, replica), "generate", spec, settings, pod_spec,
                extra_labels={names.LABEL_REPLICA: str(replica)})
     job["metadata"]["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_digest(config)}
     return job
+
+
+def one_per_node(name: str, affinity: dict) -> dict:
+    """The spec's affinity with one more required anti-affinity term: one generation pod per GPU
+    node, so replicas never share a node's GPUs."""
+    anti = dict(affinity.get("podAntiAffinity", {}))
+    required = anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+    anti["requiredDuringSchedulingIgnoredDuringExecution"] = [*required, {
+        "labelSelector": {"matchLabels": labels(name, "generate")}, "topologyKey": "kubernetes.io/hostname"}]
+    return {**affinity, "podAntiAffinity": anti}
 
 
 def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
@@ -356,7 +396,7 @@ def preflight_job(name: str, spec: api.DatasetGenerationSpec, settings: Operator
         "name": "preflight", "image": spec.runner_image or settings.runner_image,
         "command": preflight_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}",
                                      spec.model.checkpoint_path()),
-        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}, "env": OFFLINE_ENV,
+        "resources": resources(spec.preflight.resources), "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
@@ -364,7 +404,7 @@ def preflight_job(name: str, spec: api.DatasetGenerationSpec, settings: Operator
     }
     pod_spec = {"serviceAccountName": names.service_account_name(name), "containers": [container],
                 "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False,
-                                    inputs=True)}
+                                    inputs=True), **placement(spec, gpu=False)}
     return _job(name, names.preflight_job_name(name), "preflight", spec, settings, pod_spec)
 
 
@@ -372,12 +412,13 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
     m = spec.merge
     container = {
         "name": "merge", "image": spec.runner_image or settings.runner_image, "command": merge_command(name, spec),
-        "resources": m.resources or {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "resources": resources(m.resources),
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT}],
     }
     # The merge only reads and writes the volume: no API token in its pod.
     pod_spec = {"serviceAccountName": names.service_account_name(name), "automountServiceAccountToken": False,
-                "containers": [container], "volumes": _volumes(name, spec, model=False, config=None, shm=False)}
+                "containers": [container], "volumes": _volumes(name, spec, model=False, config=None, shm=False),
+                **placement(spec, gpu=False)}
     return _job(name, names.merge_job_name(name), "merge", spec, settings, pod_spec)
 
 
@@ -390,19 +431,19 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
     container = {
         "name": "extract", "image": spec.runner_image or settings.runner_image,
         "command": [*extract_command(name, spec), *report],
-        "resources": _with_gpus(e.resources, e.gpus), "env": OFFLINE_ENV,
+        "resources": resources(e.resources, e.gpus), "env": OFFLINE_ENV,
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
                          {"name": "dshm", "mountPath": "/dev/shm"}],
     }
+    with_model_settings(container, spec)
     pod_spec = {"serviceAccountName": names.service_account_name(name),
                 "automountServiceAccountToken": bool(report),
-                "containers": [container], "volumes": _volumes(name, spec, model=True, config=None, shm=True)}
+                "containers": [container], "volumes": _volumes(name, spec, model=True, config=None, shm=True),
+                **placement(spec, gpu=e.gpus > 0)}
     if e.backend == "sglang":
         with_sglang_image(container, pod_spec, spec.runner_image or settings.runner_image, spec.server.image,
-                          spec.server.security_context)
-    if e.gpus:
-        pod_spec.update(nodeSelector=spec.server.node_selector, tolerations=spec.server.tolerations)
+                          spec.server.security_context.manifest())
     return _job(name, names.extract_job_name(name), "extract", spec, settings, pod_spec)
 
 

@@ -294,3 +294,97 @@ def test_the_preflight_job_checks_on_the_cpu_with_the_config_the_model_and_the_d
     assert {m["name"] for m in container["volumeMounts"]} == {"data", "config", "model", "scratch"}
     assert job["metadata"]["labels"][names.LABEL_COMPONENT] == "preflight"
     assert job["spec"]["backoffLimit"] == exit_codes.BACKOFF_LIMITS["preflight"]
+
+
+# What a GPU cluster's pods need beyond draftgen's own settings (issue 42, item 5).
+CLUSTER_SETTINGS = dict(
+    pods={"annotations": {"cost-center": "ml-42"}, "labels": {"team": "drafters"}, "priorityClassName": "batch-high",
+          "volumes": [{"name": "nvme", "hostPath": {"path": "/mnt/nvme", "type": "Directory"}},
+                      {"name": "unused", "emptyDir": {}}]},
+    cpuStages={"nodeSelector": {"pool": "cpu"}, "tolerations": [{"key": "spot", "operator": "Exists"}]},
+    preflight={"resources": {"requests": {"cpu": 3, "memory": "5Gi"}}},
+    merge={"resources": {"requests": {"cpu": "4"}, "limits": {"memory": "16Gi"}}},
+)
+
+
+def cluster_spec(extraction_gpus: int = 8) -> api.DatasetGenerationSpec:
+    spec = k25().set(**CLUSTER_SETTINGS).extraction(True).obj()["spec"]
+    spec["server"].update(
+        env=[{"name": "NCCL_IB_DISABLE", "value": "1"},
+             {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
+        volumeMounts=[{"name": "nvme", "mountPath": "/cache"}],
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpu.product", "operator": "In", "values": ["RTX-PRO-6000"]}]}]}}},
+        resources={"requests": {"memory": "900Gi"}}, generateResources={"requests": {"cpu": "1"}})
+    spec["extraction"].update(gpus=extraction_gpus, resources={"requests": {"cpu": "16"}})
+    if extraction_gpus == 0:
+        spec["server"]["tensorParallelSize"] = spec["server"]["gpusPerReplica"] = 1
+    return api.DatasetGenerationSpec.model_validate(spec)
+
+
+def every_pod(spec: api.DatasetGenerationSpec) -> dict[str, dict]:
+    config = plan.config_object("k25", "ml", spec, SETTINGS)
+    jobs = {"generate": plan.generation_job("k25", spec, 0, SETTINGS, config),
+            "preflight": plan.preflight_job("k25", spec, SETTINGS, config),
+            "merge": plan.merge_job("k25", spec, SETTINGS), "extract": plan.extract_job("k25", spec, SETTINGS)}
+    return {component: job["spec"]["template"] for component, job in jobs.items()}
+
+
+def test_every_pod_carries_the_specs_annotations_labels_and_priority_class_with_draftgens_labels_kept():
+    for component, template in every_pod(cluster_spec()).items():
+        assert template["metadata"]["annotations"] == {"cost-center": "ml-42"}, component
+        assert template["metadata"]["labels"]["team"] == "drafters", component
+        assert template["metadata"]["labels"][names.LABEL_COMPONENT] == component
+        assert template["spec"]["priorityClassName"] == "batch-high", component
+
+
+def test_the_gpu_pods_and_the_cpu_pods_are_placed_apart():
+    pods = every_pod(cluster_spec())
+    for component in ("preflight", "merge"):
+        pod = pods[component]["spec"]
+        assert pod["nodeSelector"] == {"pool": "cpu"} and pod["tolerations"] == [{"key": "spot", "operator": "Exists"}]
+        assert "affinity" not in pod
+    for component in ("generate", "extract"):
+        pod = pods[component]["spec"]
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and pod["tolerations"] == [api.GPU_TOLERATION]
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert terms[0]["matchExpressions"][0]["values"] == ["RTX-PRO-6000"]
+    # The generation pods keep their one-per-node anti-affinity beside the spec's node affinity.
+    anti = pods["generate"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == [{"labelSelector": {"matchLabels": plan.labels("k25", "generate")},
+                     "topologyKey": "kubernetes.io/hostname"}]
+    # An extraction on the CPU goes where the CPU stages go.
+    assert every_pod(cluster_spec(extraction_gpus=0))["extract"]["spec"]["nodeSelector"] == {"pool": "cpu"}
+
+
+def test_every_container_has_the_resources_the_spec_gives_it():
+    pods = every_pod(cluster_spec())
+    server, = pods["generate"]["spec"]["initContainers"]
+    generate, = pods["generate"]["spec"]["containers"]
+    assert server["resources"] == {"requests": {"memory": "900Gi"}, "limits": {"nvidia.com/gpu": "8"}}
+    assert generate["resources"] == {"requests": {"cpu": "1"}}
+    assert pods["preflight"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": 3, "memory": "5Gi"}}
+    assert pods["merge"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "4"}, "limits": {"memory": "16Gi"}}
+    assert pods["extract"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "16"},
+                                                                     "limits": {"nvidia.com/gpu": "8"}}
+    # Unset, each keeps the default it had when it was not a field.
+    defaults = every_pod(k25().extraction(True).spec())
+    assert defaults["preflight"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi"}}
+    assert defaults["generate"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
+
+
+def test_the_server_env_and_mounts_reach_the_containers_that_load_the_model_and_only_their_pods_get_the_volume():
+    pods = every_pod(cluster_spec())
+    server, = pods["generate"]["spec"]["initContainers"]
+    extract, = pods["extract"]["spec"]["containers"]
+    for container in (server, extract):
+        assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}} in container["env"]
+        assert {"name": "nvme", "mountPath": "/cache"} in container["volumeMounts"]
+    assert server["env"][0]["name"] == "POD_IP"  # draftgen's first: the server's own --host
+    for component, template in pods.items():
+        volumes = [v["name"] for v in template["spec"]["volumes"]]
+        assert ("nvme" in volumes) == (component in ("generate", "extract")), (component, volumes)
+        assert "unused" not in volumes
+    nvme = next(v for v in pods["generate"]["spec"]["volumes"] if v["name"] == "nvme")
+    assert nvme == {"name": "nvme", "hostPath": {"path": "/mnt/nvme", "type": "Directory"}}

@@ -133,6 +133,31 @@ INVALID = {
     "a state export twice": (manifest(extraction={"exports": ["specforge", "specforge"]}), "spec.extraction.exports[1]"),
     "a bad name and an unknown field": ({**with_dataset(bogus=1), "metadata": {"name": "-a"}}, "spec.datasets[0].bogus"),
     "a quantity that is not one": (with_server(shmSize="1e"), "spec.server.shmSize"),
+    # The pods' Kubernetes types, as Kubernetes types them (docs/pods.md):
+    "resources with a typo": (with_server(resources={"request": {"cpu": "2"}}), "spec.server.resources.request"),
+    "a resource that is not a quantity": (manifest(merge={"resources": {"limits": {"memory": "lots"}}}),
+                                          "spec.merge.resources.limits"),
+    "a toleration operator that does not exist": (with_server(tolerations=[{"key": "a", "operator": "Is"}]),
+                                                  "spec.server.tolerations[0].operator"),
+    "a securityContext typo": (with_server(securityContext={"runAsUSer": 1}), "spec.server.securityContext.runAsUSer"),
+    "an affinity term without its topology key": (
+        with_server(affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}),
+        "spec.server.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"),
+    "an env value and a valueFrom": (with_server(env=[{"name": "A", "value": "1", "valueFrom": {
+        "secretKeyRef": {"name": "s", "key": "k"}}}]), "spec.server.env"),
+    "the server's POD_IP set by the spec": (with_server(env=[{"name": "POD_IP", "value": "0.0.0.0"}]), "spec.server.env"),
+    "a pod label of draftgen's": (manifest(pods={"labels": {"draftgen.io/name": "x"}}), "spec.pods.labels"),
+    "a volume without a source": (manifest(pods={"volumes": [{"name": "cache"}]}), "spec.pods.volumes"),
+    "a volume named as one of draftgen's": (manifest(pods={"volumes": [{"name": "data", "emptyDir": {}}]}),
+                                            "spec.pods.volumes"),
+    "a mount of no declared volume": (with_server(volumeMounts=[{"name": "cache", "mountPath": "/cache"}]),
+                                      "spec.server.volumeMounts"),
+    "a mount over draftgen's shared memory": (
+        {**with_server(volumeMounts=[{"name": "cache", "mountPath": "/dev/shm"}]),
+         "spec": {**with_server(volumeMounts=[{"name": "cache", "mountPath": "/dev/shm"}])["spec"],
+                  "pods": {"volumes": [{"name": "cache", "emptyDir": {}}]}}}, "spec.server.volumeMounts"),
+    "a priority class that is not a name": (manifest(pods={"priorityClassName": "High Priority"}),
+                                            "spec.pods.priorityClassName"),
 }
 
 # Manifests both accept that a hand-written rule once refused (found by the same test).
@@ -144,6 +169,8 @@ VALID = {
                                                        fields={"prompt": "problem", "system": "sys", "id": "uid"}),
     "a dataset on the inputs volume": with_inputs("/library/hf/data/*.parquet", mountPath="/library"),
     "a per-dataset chat template": with_dataset(chatTemplate={"enableThinking": True, "kwargs": {"x": 1}}),
+    "quantities as Kubernetes takes them, numbers too": manifest(merge={"resources": {
+        "requests": {"cpu": 2, "memory": "2Gi"}, "limits": {"cpu": "1500m", "memory": 4_000_000_000}}}),
 }
 
 

@@ -107,6 +107,8 @@ def container_mounts(job: dict, container: dict, folders: dict[str, Path], volum
             mounts[path] = volumes_dir / "emptydirs" / job["metadata"]["name"] / mount["name"]
         elif "persistentVolumeClaim" in volume and path in folders:
             mounts[path] = folders[path]
+        elif "hostPath" in volume:  # a folder of the node: here, of this machine
+            mounts[path] = Path(volume["hostPath"]["path"])
         else:
             raise NotRunnableHere(f"volume {mount['name']} mounted at {path}: no local folder stands for it "
                                   f"(the local folders are for {sorted(folders)})")

@@ -58,7 +58,50 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
         "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
     r.body["spec"]["server"]["securityContext"] = RESTRICTED_SERVER
     r.body["spec"]["imagePullSecrets"] = [{"name": "registry-mirror"}]  # a private registry: on every pod
-    r.apply()
+    with_cluster_settings(r)
+    try:
+        r.apply()
+        check_the_quickstart(r, k8s, cluster, draftgen_image, metrics_port, liveness_port)
+    finally:
+        client.SchedulingV1Api(k8s).delete_priority_class(f"{r.namespace}-batch")
+
+
+# A GPU cluster's pod settings (docs/pods.md), each found on the pods by check_pod_settings.
+def with_cluster_settings(r) -> None:
+    client.SchedulingV1Api(r.core.api_client).create_priority_class(
+        {"metadata": {"name": f"{r.namespace}-batch"}, "value": 1000})
+    r.core.create_namespaced_config_map(r.namespace, {"metadata": {"name": "nccl"}, "data": {"level": "WARN"}})
+    spec = r.body["spec"]
+    spec["pods"] = {"annotations": {"cost-center": "ml-42"}, "labels": {"team": "drafters"},
+                    "priorityClassName": f"{r.namespace}-batch", "volumes": [{"name": "cache", "emptyDir": {}}]}
+    spec["cpuStages"] = {"nodeSelector": {"kubernetes.io/hostname": "cpu-node-0"}}
+    spec["preflight"] = {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+    spec["server"].update(
+        env=[{"name": "NCCL_DEBUG", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "level"}}}],
+        volumeMounts=[{"name": "cache", "mountPath": "/cache"}], generateResources={"requests": {"cpu": 1}},
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "Exists"}]}]}}})
+
+
+def check_pod_settings(r, pods: list) -> None:
+    """Every pod of the run carries the spec's pod settings, each where docs/pods.md says."""
+    for pod in pods:
+        component = pod.metadata.labels[names.LABEL_COMPONENT]
+        assert pod.metadata.annotations["cost-center"] == "ml-42" and pod.metadata.labels["team"] == "drafters"
+        assert pod.spec.priority_class_name == f"{r.namespace}-batch" and pod.spec.priority == 1000, component
+        gpu = component == "generate" or (component == "extract" and r.body["spec"]["extraction"].get("gpus", 8))
+        assert (pod.spec.node_name == "cpu-node-0") == (not gpu), (component, pod.spec.node_name)
+        containers = {c.name: c for c in [*(pod.spec.init_containers or []), *pod.spec.containers]}
+        for name in {"generate": ["sglang"], "extract": ["extract"]}.get(component, []):
+            assert ("/cache", "cache") in {(m.mount_path, m.name) for m in containers[name].volume_mounts}
+            assert any(e.name == "NCCL_DEBUG" and e.value_from.config_map_key_ref.name == "nccl"
+                       for e in containers[name].env)
+        assert ("cache" in {v.name for v in pod.spec.volumes}) == (component in ("generate", "extract")), component
+    resources = {p.metadata.labels[names.LABEL_COMPONENT]: p.spec.containers[0].resources.requests for p in pods}
+    assert resources["preflight"] == {"cpu": "500m", "memory": "1Gi"} and resources["generate"] == {"cpu": "1"}
+
+
+def check_the_quickstart(r, k8s, cluster, draftgen_image, metrics_port, liveness_port) -> None:
     status = r.wait_phase("Generating")
     assert argocd_health(r.get())[0] == "Progressing"
     assert wait_for(lambda: http_ok(f"http://127.0.0.1:{liveness_port}/healthz"), 30, "the liveness endpoint")
@@ -112,6 +155,7 @@ def test_quickstart_end_to_end_on_gpu_nodes_under_pod_security_restricted(run, k
     kept = r.core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
     assert {p.metadata.labels[names.LABEL_COMPONENT] for p in kept} >= {"preflight", "merge", "extract"}
     assert all([s.name for s in p.spec.image_pull_secrets or []] == ["registry-mirror"] for p in [*kept, *pods])
+    check_pod_settings(r, [*kept, *pods])
     # Cutting at the budget (the default), two replicas end every dataset at its budget exactly.
     assert all(d["state"] == "BudgetMet" and d["tokens"] == d["budgetTokens"] for d in status["datasets"]), \
         status["datasets"]
