@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from draftgen.cel_rules import is_quantity
@@ -27,7 +27,10 @@ def _quantity(value: int | str) -> int | str:
 
 # resource.Quantity: an integer or a string (x-kubernetes-int-or-string), a string parsed as
 # apimachinery's ParseQuantity does (draftgen.cel_rules.is_quantity; isQuantity in the CRD's rule).
-Quantity = Annotated[int | Annotated[str, StringConstraints(max_length=64)], AfterValidator(_quantity), Field(json_schema_extra={
+# Written out as a string, as the API server returns it: the Kubernetes Python client's models refuse
+# an integer there.
+Quantity = Annotated[int | Annotated[str, StringConstraints(max_length=64)], AfterValidator(_quantity),
+                     PlainSerializer(str, return_type=str), Field(json_schema_extra={
     "x-kubernetes-int-or-string": True,
     "x-kubernetes-validations": [{"rule": "type(self) == int || isQuantity(self)", "message": QUANTITY_MESSAGE}]})]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
@@ -46,8 +49,9 @@ class KubeModel(BaseModel):
 class ResourceRequirements(KubeModel):
     """A container's compute resources. Left out: claims (dynamic resource allocation)."""
 
-    limits: dict[str, Quantity] | None = Field(None, description="The most the container may use.")
-    requests: dict[str, Quantity] | None = Field(None, description="What the scheduler reserves for it.")
+    # maxProperties: the API server bounds its CEL rules' cost by it (a resource kind per entry).
+    limits: dict[str, Quantity] | None = Field(None, max_length=32, description="The most the container may use.")
+    requests: dict[str, Quantity] | None = Field(None, max_length=32, description="What the scheduler reserves for it.")
 
 
 # --- placement -----------------------------------------------------------------------------------

@@ -46,8 +46,8 @@ LEFT_OUT = {
 def schemas(cluster) -> dict:
     api = cluster.api_client()
     try:
-        response = api.call_api("/openapi/v3/api/v1", "GET", auth_settings=["BearerToken"], _preload_content=False)
-        return json.loads(response[0].data)["components"]["schemas"]
+        response = api.call_api("GET", f"{api.configuration.host}/openapi/v3/api/v1")
+        return json.loads(response.read())["components"]["schemas"]
     finally:
         api.close()
 
