@@ -439,6 +439,14 @@ class Estimate(Model):
     corpus_tokens: int = Field(0, description="Prompt + response tokens: what extraction reads.")
     hidden_state_bytes: int = 0
     hidden_state_size: str = Field("", description="hiddenStateBytes for people (GB, TB).")
+    export_bytes: int = Field(0, description=(
+        "What the exports write beside: the state exports (extraction.exports; SpecForge's in bf16 whatever the "
+        "storage dtype) and the corpus exports (merge.exports)."))
+    export_hours: float = Field(0.0, description="Writing the exports, at an assumed 500 MB/s.")
+    disk_bytes: int = Field(0, description=(
+        "Everything the run writes to its output volume: the generation records, the corpus, the hidden states "
+        "and every export."))
+    disk_size: str = Field("", description="diskBytes for people (GB, TB): the output claim must hold it.")
     tokens_per_second: float = Field(0.0, description="Output tokens/s of all replicas.")
     rate_basis: Literal["expected", "measured"] = "expected"
     generation_hours: float = Field(0.0, description="Generation time left at the rate.")

@@ -27,7 +27,7 @@ class ConditionType(StrEnum):
 
 PROGRESSING_PHASES = (Phase.PENDING, Phase.GENERATING, Phase.MERGING, Phase.EXTRACTING)
 # A Pending that waits for the user, not for the cluster: nothing progresses until the spec or the volumes change.
-STALLED_REASONS = (Reason.VOLUME_MISSING, Reason.OUTPUT_IN_USE)
+STALLED_REASONS = (Reason.VOLUME_MISSING, Reason.OUTPUT_IN_USE, Reason.VOLUME_FULL)
 
 
 def set_condition(conditions: list[Condition], type_: str, status: bool, reason: str, message: str, now: str,

@@ -29,6 +29,8 @@ PRINTER_COLUMNS = [
      "description": "Projected prompt + response tokens of the corpus"},
     {"name": "States", "type": "string", "jsonPath": ".status.estimate.hiddenStateSize", "priority": 1,
      "description": "Projected size of the hidden states"},
+    {"name": "Disk", "type": "string", "jsonPath": ".status.estimate.diskSize", "priority": 1,
+     "description": "Projected bytes on the output volume: records, corpus, states and every export"},
 ]
 
 _DROP = {"title", "$defs"}

@@ -11,13 +11,23 @@ spec.extraction.expectedTokensPerSecond until the extraction pod reports the rat
 
 from __future__ import annotations
 
-from draftgen_contracts.hidden_state_layout import bytes_per_token, human_bytes
+from draftgen_contracts.hidden_state_layout import bytes_per_token, export_bytes, human_bytes
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.states import DATASET_DONE, DatasetState
 from draftgen_contracts.timestamps import iso_after
 
 from .api import (Dataset, DatasetEstimate, DatasetGenerationSpec, DatasetStatus, Estimate, ExtractionStatus,
                   Preflight)
+
+# Token ids as JSON text (the generation records, the corpus, the speculators-jsonl export): a
+# 6-digit id of a 160K vocabulary, its separator and its mask entry; hf-parquet holds an int32 id and
+# an int8 mask entry before compression. Upper estimates (the quickstart's 512-token vocabulary
+# writes 9.4, 6.6 and 2.8): these are a few bytes a token against the states' kilobytes.
+JSON_IDS_BYTES_PER_TOKEN = 11
+CORPUS_EXPORT_BYTES_PER_TOKEN = {"hf-parquet": 5, "speculators-jsonl": JSON_IDS_BYTES_PER_TOKEN}
+# The exports' write rate the estimate assumes (docs/preflight.md#the-estimate): between a network
+# volume's few hundred MB/s and a local NVMe's GB/s; nothing measures it yet.
+EXPORT_WRITE_BYTES_PER_SECOND = 500e6
 
 # Fewer responses than this say more about which finish first (the short ones) than about the mean.
 MEASURED_AFTER_SAMPLES = 20
@@ -115,6 +125,9 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     aux = len(spec.extraction.layers) if spec.extraction.layers else DEFAULT_AUX_LAYERS
     states = int(stored * bytes_per_token(hidden_size, aux, spec.extraction.dtype)) \
         if spec.extraction.enabled and hidden_size else 0
+    corpus_tokens = int(prompts) + sum(e.response_tokens for e in per_dataset)
+    exports = exports_bytes(spec, corpus_tokens, stored, sum(e.samples for e in per_dataset), hidden_size, aux)
+    disk = 2 * corpus_tokens * JSON_IDS_BYTES_PER_TOKEN + states + exports  # records, corpus, states, exports
     rate, basis = run_rate(spec, datasets, previous)
     left = sum(max(0, e.response_tokens - ((status[e.name].tokens or 0) if e.name in status else 0)) for _, e in generated)
     to_generate = sum(e.response_tokens for _, e in generated)
@@ -133,12 +146,25 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
         response_tokens=response, generated_tokens=to_generate, prompt_tokens=int(prompts),
         corpus_tokens=int(prompts) + response,
         hidden_state_bytes=states, hidden_state_size=human_bytes(states) if states else "",
+        export_bytes=exports, export_hours=round(exports / EXPORT_WRITE_BYTES_PER_SECOND / 3600, 2),
+        disk_bytes=disk, disk_size=human_bytes(disk),
         tokens_per_second=round(rate, 1), rate_basis=basis, generation_hours=round(hours, 2), generation_ends=ends,
         gpu_hours=round(to_generate / rate / 3600 * gpus, 1), extraction_tokens_per_second=round(extraction_tps, 1),
         extraction_rate_basis=extraction_basis, extraction_hours=round(extraction_hours, 2),
         extraction_gpu_hours=round(extraction_hours * spec.extraction.gpus, 1), extraction_ends=extraction_ends,
         datasets=per_dataset,
         assumptions=assumptions(spec, preflight, hidden_size, aux, (rate, basis), (extraction_tps, extraction_basis)))
+
+
+def exports_bytes(spec: DatasetGenerationSpec, corpus_tokens: int, stored_tokens: float, samples: int,
+                  hidden_size: int | None, aux: int) -> int:
+    """What the corpus exports (merge.exports) and the state exports (extraction.exports) write: the
+    state exports only once the model's hidden size is known."""
+    corpus = sum(CORPUS_EXPORT_BYTES_PER_TOKEN[kind] * corpus_tokens for kind in spec.merge.exports)
+    if not (spec.extraction.enabled and hidden_size):
+        return corpus
+    return corpus + sum(export_bytes(kind, stored_tokens, samples, hidden_size, aux, spec.extraction.dtype)
+                        for kind in spec.extraction.exports)
 
 
 def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden_size: int | None, aux: int,

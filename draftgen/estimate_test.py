@@ -155,7 +155,8 @@ def estimate_table(e) -> str:
             ("corpus tokens", f"{e.corpus_tokens:,}"), ("hidden-state bytes", f"{e.hidden_state_bytes:,} ({e.hidden_state_size})"),
             ("rate", f"{e.tokens_per_second:,.0f} tokens/s ({e.rate_basis})"),
             ("generation", f"{e.generation_hours} h, {e.gpu_hours} GPU-hours"),
-            ("extraction", f"{e.extraction_hours} h, {e.extraction_gpu_hours} GPU-hours")]
+            ("extraction", f"{e.extraction_hours} h, {e.extraction_gpu_hours} GPU-hours"),
+            ("exports", f"{e.export_bytes:,} bytes, {e.export_hours} h"), ("disk", f"{e.disk_bytes:,} ({e.disk_size})")]
     return "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, LABEL_COMPONENT, LABEL_REPLICA
@@ -22,6 +24,7 @@ class JobState:
     failed: bool = False  # the Job's Failed condition
     failure_reason: str = ""
     failure_message: str = ""
+    failed_at: str = ""  # its Failed condition's lastTransitionTime (RFC 3339)
     deleting: bool = False
     created_at: str = ""  # metadata.creationTimestamp (RFC 3339)
     suspended: bool = False  # spec.suspend (e.g. queued in Kueue): it makes no pods
@@ -96,6 +99,15 @@ class World:
     extraction: ExtractionProgress | None = None  # the extraction's last progress report
 
 
+EXIT_CODE = re.compile(r"failed with exit code (\d+)")
+
+
+def failed_exit_code(job: JobState) -> int | None:
+    """The exit code a podFailurePolicy rule failed the Job on (Kubernetes' message says it), else None."""
+    found = EXIT_CODE.search(job.failure_message) if job.failure_reason == Reason.POD_FAILURE_POLICY else None
+    return int(found.group(1)) if found else None
+
+
 def job_state_from(job: dict) -> JobState:
     """A batch/v1 Job (as a dict, e.g. from a kopf index or the API) -> JobState."""
     meta, status = job.get("metadata", {}), job.get("status") or {}
@@ -109,6 +121,6 @@ def job_state_from(job: dict) -> JobState:
         config_hash=(meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION),
         active=status.get("active") or 0, succeeded="Complete" in conditions, failed=failed is not None,
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),
-        deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "",
+        failed_at=(failed or {}).get("lastTransitionTime", ""), deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "",
         suspended=suspended, suspended_since=since if suspended else "",
         queue=(meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL, ""), uid=meta.get("uid", ""))

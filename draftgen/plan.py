@@ -43,6 +43,9 @@ class OperatorSettings:
     # Who may scrape the generation pods' metrics port (NetworkPolicy peers, JSON each, from the
     # chart's networkPolicy.metricsFrom): nobody from outside the pod by default.
     metrics_from: tuple[str, ...] = ()
+    # How long a stage stopped by a full volume waits before its Job is created again (the chart's
+    # volumeFullRetrySeconds, DRAFTGEN_VOLUME_FULL_RETRY).
+    volume_full_retry_s: float = 300.0
     # Pull secrets every run's pods carry (the chart's runImagePullSecrets), before the spec's own.
     image_pull_secrets: tuple[str, ...] = ()
 
@@ -248,6 +251,7 @@ def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSp
         # without counting against the backoff limit, since a restarted pod resumes its output.
         "podFailurePolicy": {"rules": [
             {"action": "FailJob", "onExitCodes": {"operator": "In", "values": sorted(exit_codes.FAIL_AT_ONCE)}},
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": sorted(exit_codes.WAIT_FOR_SPACE)}},
             {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         ]},
         # draftgen's labels win over the spec's (admission refuses its keys under draftgen.io/ anyway).

@@ -126,11 +126,13 @@ def test_replicas_never_share_a_node():
     assert term["labelSelector"]["matchLabels"] == {names.LABEL_NAME: "k25", names.LABEL_COMPONENT: "generate"}
 
 
-def test_config_errors_fail_fast_and_disruptions_do_not_count():
+def test_config_errors_and_a_full_volume_fail_fast_and_disruptions_do_not_count():
     job, _ = generation_pod()
     rules = job["spec"]["podFailurePolicy"]["rules"]
     assert rules[0] == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [exit_codes.BAD_CONFIG]}}
-    assert rules[1]["action"] == "Ignore" and rules[1]["onPodConditions"][0]["type"] == "DisruptionTarget"
+    # Index 1, as reasons.pod_failure_policy(..., rule=1) words it for the local runner.
+    assert rules[1] == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [exit_codes.VOLUME_FULL]}}
+    assert rules[2]["action"] == "Ignore" and rules[2]["onPodConditions"][0]["type"] == "DisruptionTarget"
 
 
 def test_every_job_is_queued_by_its_label_and_never_created_suspended():
@@ -363,7 +365,7 @@ def test_every_container_has_the_resources_the_spec_gives_it():
     generate, = pods["generate"]["spec"]["containers"]
     assert server["resources"] == {"requests": {"memory": "900Gi"}, "limits": {"nvidia.com/gpu": "8"}}
     assert generate["resources"] == {"requests": {"cpu": "1"}}
-    assert pods["preflight"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": 3, "memory": "5Gi"}}
+    assert pods["preflight"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "3", "memory": "5Gi"}}
     assert pods["merge"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "4"}, "limits": {"memory": "16Gi"}}
     assert pods["extract"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "16"},
                                                                      "limits": {"nvidia.com/gpu": "8"}}

@@ -27,6 +27,7 @@ class Reason(StrEnum):
     NOT_FAILED = "NotFailed"
     OUTPUT_IN_USE = "OutputInUse"  # also its Warning event
     VOLUME_MISSING = "VolumeMissing"
+    VOLUME_FULL = "VolumeFull"  # also its Warning event
     # A stage left (Normal events).
     PREFLIGHT_PASSED = "PreflightPassed"
     MERGE_SUCCEEDED = "MergeSucceeded"
@@ -118,6 +119,14 @@ def volume_missing(claims: tuple[str, ...]) -> Explanation:
     return Explanation(Reason.VOLUME_MISSING, ", ".join(f"PersistentVolumeClaim {c} not found" for c in claims))
 
 
+def volume_full(claim: str, job: str, needed: str, retry_s: float) -> Explanation:
+    """`needed`: what the stage said it still needs, or "" when it said nothing."""
+    more = f"; {needed}" if needed else ""
+    return Explanation(Reason.VOLUME_FULL, f"the output volume (PersistentVolumeClaim {claim}) is full: Job {job} "
+                       f"stopped, keeping everything it wrote{more}. Make room or expand the claim: the Job is "
+                       f"created again every {retry_s:.0f} s until it finds room, and resumes")
+
+
 def preflight_pods_refused(said: str) -> Explanation:
     """The preflight's pods refused by something that may clear (a quota): the run waits."""
     return Explanation(Reason.PODS_REFUSED, f"the preflight Job's pods are refused: {said}")
@@ -166,6 +175,6 @@ def queued(job: str, queue: str, since: str, kueue_says: str = "") -> Explanatio
 BACKOFF_LIMIT_EXCEEDED = Explanation(Reason.BACKOFF_LIMIT_EXCEEDED, "Job has reached the specified backoff limit")
 
 
-def pod_failure_policy(container: str, exit_code: int) -> Explanation:
+def pod_failure_policy(container: str, exit_code: int, rule: int = 0) -> Explanation:
     return Explanation(Reason.POD_FAILURE_POLICY, f"Container {container} for pod failed with exit code {exit_code} "
-                                                  "matching FailJob rule at index 0")
+                                                  f"matching FailJob rule at index {rule}")

@@ -25,6 +25,7 @@ from .policies.capacity_policy import Capacity, capacity_of, job_queued
 from .policies.failure_policy import failure_of, preflight_refused_for_good, pods_refused_for_good
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete, runs_while_suspended
 from .policies.phase_policy import PhaseFacts, ShownPhase, phase_of
+from .policies.space_policy import job_stopped_by_a_full_volume, retry_due
 from .policies.stage_policy import next_stage, stage_event
 from .preflight_status import preflight_status
 from .reasons import Explanation, Reason
@@ -64,6 +65,7 @@ class Findings:
     stage: Stage
     capacity: Capacity | None  # None where generation pods are not observed or none should run
     failure: Explanation | None  # why the run fails, as found now (said as an event unless still_failed)
+    volume_full: Explanation | None  # a stage stopped by a full output volume (policies/space_policy)
     still_failed: bool  # failed before, and the spec has not changed since
     in_use: bool  # the output folder belongs to another object
 
@@ -79,6 +81,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     decision = Decision(create=setup_to_create(r, found.config), events=events_before_status(r, found))
     if not found.failed and not found.in_use:
         decision.delete_jobs = jobs_to_delete(found.stage, spec.suspend, list(world.jobs.values()), found.digest)
+        decision.delete_jobs += jobs_to_try_again(r)
         decision.create += jobs_wanted(r, found)
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", *reasons.suspended_jobs_deleted(decision.delete_jobs)))
@@ -99,7 +102,7 @@ def find(r: Reconcile) -> Findings:
     capacity = capacity_now(r, stage)
     owner = r.world.output_owner
     return Findings(config=config, digest=digest, datasets=datasets, stage=stage, capacity=capacity,
-                    failure=failure_now(r, stage, capacity, digest),
+                    failure=failure_now(r, stage, capacity, digest), volume_full=volume_full_now(r),
                     still_failed=r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation,
                     in_use=owner is not None and owner != r.name)
 
@@ -137,6 +140,15 @@ def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: s
     failure = (failure_of(current) or pods_refused_for_good(capacity)
                or preflight_refused_for_good(r.name, stage, r.world))
     return reasons.with_pod_errors(failure, pod_errors(r.world)) if failure else None
+
+
+def volume_full_now(r: Reconcile) -> Explanation | None:
+    """The stage a full output volume stopped, with what it said it still needs (the extraction says)."""
+    job = job_stopped_by_a_full_volume(list(r.world.jobs.values()))
+    if job is None:
+        return None
+    said = r.world.extraction.volume_full if job.component == Component.EXTRACT and r.world.extraction else ""
+    return reasons.volume_full(r.spec.output.claim_name, job.name, said, r.settings.volume_full_retry_s)
 
 
 def pod_errors(world: World) -> list[str]:
@@ -186,6 +198,12 @@ def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
     return [*(g for g in guards if g), *jobs]
 
 
+def jobs_to_try_again(r: Reconcile) -> list[str]:
+    """A Job a full volume stopped, once it has waited: deleted, so the stage's Job is created again."""
+    job = job_stopped_by_a_full_volume(list(r.world.jobs.values()))
+    return [job.name] if job and retry_due(job, r.now, r.settings.volume_full_retry_s) else []
+
+
 def is_generation_job(obj: dict) -> bool:
     return obj["metadata"]["labels"].get(names.LABEL_COMPONENT) == Component.GENERATE
 
@@ -211,6 +229,8 @@ def events_before_status(r: Reconcile, found: Findings) -> list[Event]:
         events.append(("Warning", *found.failure))
     if found.in_use and last_ready_reason(r.previous) != Reason.OUTPUT_IN_USE:
         events.append(("Warning", *output_in_use(r)))
+    if found.volume_full and not found.failed and last_ready_reason(r.previous) != Reason.VOLUME_FULL:
+        events.append(("Warning", *found.volume_full))
     return events
 
 
@@ -290,6 +310,7 @@ def phase_facts(r: Reconcile, found: Findings, status: DatasetGenerationStatus) 
     return PhaseFacts(
         stage=found.stage, failure=found.failure, suspended=r.spec.suspend,
         output_in_use=output_in_use(r) if found.in_use else None, missing_claims=r.world.missing_claims,
+        volume_full=found.volume_full,
         extraction_enabled=r.spec.extraction.enabled,
         preflight_refused=r.world.refused_pods.get(names.preflight_job_name(r.name), ""),
         reported=bool(r.world.reports), capacity=found.capacity, stage_job_queued=stage_job_queued(r, found.stage),

@@ -237,3 +237,32 @@ def test_a_preflight_whose_pods_pod_security_refuses_fails_the_run_quoting_it():
             refused_pods={"x-preflight": quota}, pods=())
     ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
     assert d.status.phase == Phase.PENDING and ready.reason == Reason.PODS_REFUSED and "exceeded quota" in ready.message
+
+
+def test_a_full_volume_stops_its_stage_said_on_the_object_once_and_its_job_is_tried_again_after_the_wait():
+    from draftgen.observed import JobState
+    from draftgen.policies.retry_policy import after_exit
+    from draftgen_contracts import exit_codes
+    from draftgen_contracts.extraction_progress import ExtractionProgress
+
+    stopped = after_exit("extract", exit_codes.VOLUME_FULL, 0, 3)
+    job = JobState(name="x-extract", component=Component.EXTRACT, failed=True, failure_reason=stopped.reason,
+                   failure_message=stopped.message, failed_at=NOW)
+    previous = DatasetGenerationStatus(stage=Stage.EXTRACTING, phase=Phase.EXTRACTING)
+    said = ExtractionProgress(updated_at=0, volume_full="volume full at /data/x/hidden-states: 1.0 MB free; ...")
+    met = {0: report(0, 60, DatasetState.BUDGET_MET), 1: report(1, 50, DatasetState.BUDGET_MET)}
+    spec = SPEC.model_copy(update={"extraction": SPEC.extraction.model_copy(update={"enabled": True})})
+    d = run(spec, previous=previous, jobs={"x-extract": job}, reports=met, extraction=said)
+    ready = {c.type: c for c in d.status.conditions}[ConditionType.READY]
+    assert d.status.phase == Phase.EXTRACTING and ready.reason == Reason.VOLUME_FULL
+    assert "PersistentVolumeClaim data) is full: Job x-extract stopped" in ready.message
+    assert "volume full at /data/x/hidden-states" in ready.message
+    assert [e[1] for e in d.events] == [Reason.VOLUME_FULL] and not d.delete_jobs and not names(d.create, "Job")
+    again = run(spec, previous=d.status, jobs={"x-extract": job}, reports=met, extraction=said)
+    assert not again.events  # said once
+    later = decide("x", "ns", 1, spec, d.status, World(jobs={"x-extract": job}, reports=met, existing=frozenset(),
+                                                       output_owner="x", extraction=said),
+                   SETTINGS, "2026-12-01T00:05:00Z")
+    assert later.delete_jobs == ["x-extract"]
+    gone = run(spec, previous=later.status, jobs={}, reports=met)
+    assert names(gone.create, "Job") == ["x-extract"]  # the stage's Job again: it resumes

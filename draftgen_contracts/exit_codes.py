@@ -11,10 +11,15 @@ from .states import Component
 OK = 0
 FAILED = 1  # the run failed; a restart may help (counted against the backoff limit)
 BAD_CONFIG = 2  # bad input (config, spec, a missing file): retrying cannot help, the Job fails at once
+VOLUME_FULL = 74  # EX_IOERR: the output volume is full; what is written stays, a new pod resumes once there is room
 RETRY_LATER = 75  # EX_TEMPFAIL: transient failures left rows to redo; run again to resume
 
 # Exit codes that fail a Job at once (podFailurePolicy FailJob).
 FAIL_AT_ONCE = frozenset({BAD_CONFIG})
+# Exit codes that fail a Job at once (a second FailJob rule) without failing the run: the stage's Job
+# is created again after a wait (docs/operator.md#a-full-volume), each pod finding the volume as full
+# would otherwise load the model again for nothing.
+WAIT_FOR_SPACE = frozenset({VOLUME_FULL})
 
 # Pod failures a Job tolerates before it fails (its backoffLimit): generation survives six crashes or
 # transient-failure exits; merge and extraction resume too, but a fault there is rarely transient.

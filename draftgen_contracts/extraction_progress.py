@@ -31,6 +31,8 @@ class ExtractionProgress(Document):
     # estimate excludes it): the rate of this hardware, model and backend. 0 until a batch is done.
     tokens_per_second: float = Field(0.0, ge=0)
     finished: bool = False
+    # Set when the output volume filled: where, how much is free and what it still needs, in words.
+    volume_full: str = ""
 
     def to_json(self) -> str:
         return self.model_dump_json()

@@ -25,6 +25,28 @@ def bytes_per_token(hidden_size: int, aux_count: int, dtype: str) -> int:
     return states * hidden_size * DTYPE_BYTES[dtype] + scales + ID_BYTES + MASK_BYTES
 
 
+# What each state export writes (jobrunner/exports.py): SpecForge's files hold the states in bf16
+# (fp8 dequantized) with int64 ids and an int64 loss mask; speculators' keep the storage dtype (fp8
+# with its scales) with int64 token ids, and its Arrow rows int64 ids and mask again. Per sample
+# besides: a file's own header and zip or safetensors framing (measured on the tiny model in
+# tests/corpus/test_corpus_exports.py, where the export's bytes are held to this within 10 %).
+EXPORT_FILE_BYTES = {"specforge": 2400, "speculators": 300}
+
+
+def export_bytes_per_token(kind: str, hidden_size: int, aux_count: int, dtype: str) -> int:
+    states = aux_count + 1
+    if kind == "specforge":
+        kept = "bf16" if dtype in SCALED_DTYPES else dtype
+        return states * hidden_size * DTYPE_BYTES[kept] + 2 * ID_BYTES
+    scales = states * SCALE_BYTES if dtype in SCALED_DTYPES else 0
+    return states * hidden_size * DTYPE_BYTES[dtype] + scales + 3 * ID_BYTES
+
+
+def export_bytes(kind: str, tokens: float, samples: float, hidden_size: int, aux_count: int, dtype: str) -> int:
+    """The bytes a state export of `tokens` stored tokens in `samples` samples writes."""
+    return int(tokens * export_bytes_per_token(kind, hidden_size, aux_count, dtype) + samples * EXPORT_FILE_BYTES[kind])
+
+
 def human_bytes(n: float) -> str:
     """Bytes for people, in powers of 1000 as disks are sold: 34.1 MB, 7.9 TB."""
     for unit in ("B", "KB", "MB", "GB", "TB"):

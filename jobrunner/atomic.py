@@ -21,10 +21,14 @@ def fsync_dir(path: str | os.PathLike) -> None:
 def write_bytes_atomically(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # per process: two writers never share one
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full volume gets its room back; the old file stays as it was
+        raise
     os.replace(tmp, path)
     fsync_dir(path.parent)
 

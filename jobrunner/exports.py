@@ -38,9 +38,14 @@ SPECFORGE_GROUP = 1000  # files per rows_* folder, as SpecForge's prepare_hidden
 PARQUET_ROW_GROUP = 1000
 
 
+def unfinished(directory: Path) -> Path:
+    """Where an export is built before it is swapped in."""
+    return directory.with_name(directory.name + ".tmp")
+
+
 def _fresh(directory: Path) -> Path:
     """An export is rebuilt whole: built beside its final place, then swapped in."""
-    tmp = directory.with_name(directory.name + ".tmp")
+    tmp = unfinished(directory)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     return tmp
@@ -131,8 +136,11 @@ def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
             group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
             folder = tmp / f"rows_{group:08d}-{group + SPECFORGE_GROUP:08d}"
             folder.mkdir(exist_ok=True)
-            torch.save({"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
-                        "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0)}, folder / f"data_{i:08d}.ckpt")
+            # clone(): torch.save writes a view's whole storage, here the whole shard the sample was read
+            # from, into every file (measured: 2.9 MB a file for 0.1 MB of states).
+            tensors = {"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
+                       "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0)}
+            torch.save({k: t.clone() for k, t in tensors.items()}, folder / f"data_{i:08d}.ckpt")
         else:
             (tmp / "hidden_states").mkdir(exist_ok=True)
             save_file(speculators_tensors(ids, aux, final, s), str(tmp / "hidden_states" / f"hs_{i}.safetensors"))

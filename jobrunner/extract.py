@@ -19,13 +19,16 @@ import hashlib
 import json
 import shutil
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, hidden_state_layout, names, provenance
+from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
+from jobrunner.full_volume import needs, ran_out_of_room, say_on_stderr
 from jobrunner.hidden_states import plan
 from jobrunner.hidden_states.backend import FINAL_STATES, Backend
 from jobrunner.hidden_states.progress import ExtractionReporter
@@ -50,6 +53,7 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     from jobrunner.hidden_states.transformers_backend import model_dims
 
     manifest = corpus.read_manifest(corpus_dir)
+    discard_unfinished_exports(Path(out_dir))  # an export a crash or a full volume cut short: its room back
     num_layers, hidden = model_dims(model_path)
     layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(num_layers)
     check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
@@ -236,6 +240,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the states in that tool's layout under OUT/exports/ (repeatable)")
 
 
+def discard_unfinished_exports(out_dir: Path) -> None:
+    from jobrunner.exports import unfinished
+
+    for kind in hidden_state_layout.EXPORT_FINAL_STATE:
+        shutil.rmtree(unfinished(out_dir / "exports" / kind), ignore_errors=True)
+
+
+def stop_for_room(out_dir: Path, exports: list[str], publish) -> str:
+    """What a full volume stopped: the unfinished writes removed (their room back, the finished shards
+    and exports kept whole), and what the states and exports still need, said as the extraction's
+    progress (in a pod, to the API server, which has room)."""
+    from jobrunner.hidden_states.store import read_shard_header
+
+    discard_unfinished_exports(out_dir)
+    for tmp in out_dir.glob("*.tmp"):
+        tmp.unlink()
+    estimate_file = out_dir / ESTIMATE_NAME
+    estimate = json.loads(estimate_file.read_text()) if estimate_file.exists() else None
+    shards = [(read_shard_header(p), p.stat().st_size) for p in out_dir.glob("shard-*.safetensors")]
+    tokens, stored = sum(h["offsets"][-1] for h, _ in shards), sum(size for _, size in shards)
+    left = [kind for kind in exports if not (out_dir / "exports" / kind).exists()]
+    states = max(0, estimate["bytes"] - stored) if estimate else 0
+    what = [*(["the hidden states"] if states or not estimate else []), *(f"the {kind} export" for kind in left)]
+    still = states + sum(hidden_state_layout.export_bytes(kind, estimate["tokens"], 0, estimate["hidden_size"],
+                                                          estimate["aux_count"], estimate["dtype"])
+                         for kind in left if estimate)
+    said = needs(" and ".join(what), out_dir, still)
+    if publish is not None:
+        samples = sum(len(h["sample_ids"]) for h, _ in shards)
+        publish(ExtractionProgress(updated_at=time.time(), tokens=tokens, samples=samples,
+                                   corpus_tokens=estimate["tokens"] if estimate else 0, volume_full=said).to_json())
+    return said
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
@@ -250,7 +288,12 @@ def main(args: argparse.Namespace) -> int:
 
             for kind in args.export:
                 print(f"extract: export {kind} -> {export_states(args.out, kind)}")
-    except (ValueError, FileNotFoundError, OSError) as e:
+    except Exception as e:
+        if ran_out_of_room(e, Path(args.out)):
+            say_on_stderr(f"jobrunner extract: {stop_for_room(Path(args.out), args.export, publisher(args.report_configmap))}")
+            return exit_codes.VOLUME_FULL
+        if not isinstance(e, (ValueError, FileNotFoundError, OSError)):
+            raise
         print(f"jobrunner extract: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     return exit_codes.OK

@@ -39,6 +39,7 @@ from draftgen_contracts import exit_codes, names, provenance
 from draftgen_contracts.length_stats import length_stats
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
+from jobrunner.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.output import iter_records, record_files
 
 TRUNCATED_POLICIES = ("keep", "drop", "mark")
@@ -408,9 +409,9 @@ def settings_from(args: argparse.Namespace) -> tuple[MergeSettings, list[str]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    corpus_dir = Path(args.corpus_dir or Path(args.output_root) / "corpus")
     try:
         settings, exports = settings_from(args)
-        corpus_dir = Path(args.corpus_dir or Path(args.output_root) / "corpus")
         merge(args.output_root, corpus_dir, settings)
         if exports:
             from jobrunner import exports as exporters
@@ -421,4 +422,11 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
+    except Exception as e:
+        if not ran_out_of_room(e, Path(args.output_root)):
+            raise
+        # The corpus's manifest goes last (commit): the last whole corpus and the records stay as they were.
+        shutil.rmtree(corpus_dir / ".merge-work", ignore_errors=True)  # its room back
+        say_on_stderr(f"jobrunner merge: {full_at(Path(args.output_root))}; the merge stopped, the records untouched")
+        return exit_codes.VOLUME_FULL
     return exit_codes.OK

@@ -150,7 +150,7 @@ class LocalExecutor:
             self.show(view, decision.status)
             self.state.status = decision.status
             self.state_file.save(self.state)
-            if decision.status.phase in (Phase.SUCCEEDED, Phase.FAILED):
+            if decision.status.phase in (Phase.SUCCEEDED, Phase.FAILED) or stopped_by_a_full_volume(decision.status):
                 return decision.status
             # Suspended with nothing left running (the preflight, the one Job a suspended run runs, ended):
             # the plan is in the status; a rerun with suspend false goes on from here.
@@ -303,6 +303,14 @@ class LocalExecutor:
                      f"{self.state_file.path}); set spec.suspend: false and rerun to generate" if e else
                      "suspended before the preflight passed; set spec.suspend: false and rerun")
             return exit_codes.OK
+        if stopped_by_a_full_volume(status):
+            # On one machine nobody else makes room: the run stops here, and a rerun resumes.
+            ready = condition(status.conditions, ConditionType.READY)
+            component = next(j.component for j in self.jobs.values() if j.outcome == "failed")
+            log = self.run_dir / f"{component}.log"
+            print(f"draftgen run: {ready.message.split('. Make room')[0]}. Make room and run again: it resumes.\n"
+                  f"the end of {log}:\n{log_tail(log)}", file=self.err, flush=True)
+            return exit_codes.VOLUME_FULL
         if status.phase == Phase.SUCCEEDED:
             for component in PIPELINE:
                 if component not in self.started and (component != Component.EXTRACT or self.spec.extraction.enabled):
@@ -346,3 +354,8 @@ class LocalExecutor:
         for job in self.jobs.values():
             job.wait()
         self.server.stop()
+
+
+def stopped_by_a_full_volume(status: api.DatasetGenerationStatus) -> bool:
+    ready = condition(status.conditions, ConditionType.READY)
+    return ready is not None and ready.reason == Reason.VOLUME_FULL

@@ -18,6 +18,7 @@ from pathlib import Path
 from draftgen.observed import JobState
 from draftgen.policies.retry_policy import after_exit
 from draftgen_contracts import exit_codes
+from draftgen_contracts.timestamps import utc_now_iso
 
 from .pod_process import PodProcess
 
@@ -64,6 +65,7 @@ class LocalJob:
         self.outcome = "running"  # running, succeeded, failed
         self.failure_reason = ""
         self.failure_message = ""
+        self.failed_at = ""
         self.deleting = False
 
     def start(self) -> LocalJob:
@@ -91,6 +93,7 @@ class LocalJob:
             self.start()
         else:
             self.outcome, self.failure_reason, self.failure_message = decided.outcome, decided.reason, decided.message
+            self.failed_at = utc_now_iso() if decided.outcome == "failed" else ""
 
     def fail(self, reason: str, message: str) -> None:
         """Fail the Job for a reason outside its process (its server died): as a pod whose sidecar failed."""
@@ -122,4 +125,4 @@ class LocalJob:
         return JobState(name=self.name, component=self.component, config_hash=self.config_hash,
                         active=1 if self.running() else 0, succeeded=self.outcome == "succeeded",
                         failed=self.outcome == "failed", failure_reason=self.failure_reason,
-                        failure_message=self.failure_message, deleting=self.deleting)
+                        failure_message=self.failure_message, failed_at=self.failed_at, deleting=self.deleting)

@@ -18,6 +18,7 @@ from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
 from draftgen.observed import JobState
 from draftgen_contracts.states import Phase
 from jobrunner.atomic import write_json_atomically
+from jobrunner.full_volume import is_full_volume
 
 STATE_FILE = "state.json"
 
@@ -68,5 +69,12 @@ class StateFile:
                 "spec": state.spec}
         if data != self.written:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_json_atomically(self.path, data)
+            try:
+                write_json_atomically(self.path, data)
+            except OSError as e:
+                # The state lives on the output volume: full, the last state written stays (whole) and
+                # this one is written at the next save that finds room; the run goes on.
+                if not is_full_volume(e):
+                    raise
+                return
             self.written = data

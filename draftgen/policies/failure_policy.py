@@ -2,7 +2,8 @@
 DatasetGeneration, and with what reason?
 
 Jobs retry on their own (backoffLimit, podFailurePolicy); a Job with its Failed condition has
-given up, so the DatasetGeneration fails too, naming the stage and Kubernetes' own reason. Pods a
+given up, so the DatasetGeneration fails too, naming the stage and Kubernetes' own reason; but one a
+full volume stopped (space_policy), which is tried again. Pods a
 namespace's policy refuses (Pod Security) will be refused again whatever the wait: that fails it too.
 """
 
@@ -15,6 +16,7 @@ from draftgen_contracts import names
 from draftgen_contracts.states import Component, Stage
 
 from .capacity_policy import Capacity, refused_for_good
+from .space_policy import stopped_by_a_full_volume
 
 STAGE_REASONS = {Component.PREFLIGHT: Reason.PREFLIGHT_FAILED, Component.GENERATE: Reason.GENERATION_JOB_FAILED,
                  Component.MERGE: Reason.MERGE_JOB_FAILED, Component.EXTRACT: Reason.EXTRACTION_JOB_FAILED}
@@ -23,7 +25,7 @@ STAGE_REASONS = {Component.PREFLIGHT: Reason.PREFLIGHT_FAILED, Component.GENERAT
 def failure_of(jobs: list[JobState]) -> Explanation | None:
     """Why the first failed Job still present failed, or None when none failed."""
     for job in sorted(jobs, key=lambda j: j.name):
-        if job.failed and not job.deleting:
+        if job.failed and not job.deleting and not stopped_by_a_full_volume(job):
             why = f"{job.failure_reason}: {job.failure_message}" if job.failure_message else job.failure_reason
             return job_failed(STAGE_REASONS.get(job.component, Reason.JOB_FAILED), job.name, why)
     return None

@@ -1,7 +1,8 @@
 """Phase policy: which phase does a DatasetGeneration show over its stage, and what do its Ready and
 Progressing conditions say? The first that holds wins:
 
-    Failed > Suspended > Pending, OutputInUse > Pending, VolumeMissing > Succeeded (stage Done)
+    Failed > Suspended > Pending, OutputInUse > Pending, VolumeMissing > the stage, VolumeFull
+    > Succeeded (stage Done)
     > Pending, Preflight (or PodsRefused: its pods refused, not for good)
     > Pending, WaitingForServers (Generating, no replica reported yet; Capacity's block when no replica runs)
     > the stage, Queued (its merge or extraction Job held by a queue)
@@ -9,7 +10,8 @@ Progressing conditions say? The first that holds wins:
 
 A failure goes first since nothing clears it but a new spec; it is no failure while suspended (the
 caller decides none), so the Jobs suspension deleted do not fail the run. An output folder taken
-and a volume missing stop every stage, so they go before any stage's own state.
+and a volume missing stop every stage, so they go before any stage's own state; a full volume stops
+the stage it is in.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class PhaseFacts:
     suspended: bool = False
     output_in_use: Explanation | None = None  # another object owns the output folder
     missing_claims: tuple[str, ...] = ()
+    volume_full: Explanation | None = None  # a stage stopped by a full output volume
     extraction_enabled: bool = False
     preflight_refused: str = ""  # the preflight Job's last FailedCreate message
     reported: bool = False  # some generation replica has published its progress
@@ -61,6 +64,8 @@ def phase_of(facts: PhaseFacts) -> ShownPhase:
         return ShownPhase(Phase.PENDING, *facts.output_in_use)
     if facts.missing_claims:
         return ShownPhase(Phase.PENDING, *reasons.volume_missing(facts.missing_claims))
+    if facts.volume_full:
+        return ShownPhase(RUNNING_PHASE.get(facts.stage, Phase.PENDING), *facts.volume_full)
     if facts.stage == Stage.DONE:
         return ShownPhase(Phase.SUCCEEDED, *reasons.succeeded(facts.extraction_enabled))
     if facts.stage == Stage.PREFLIGHT:

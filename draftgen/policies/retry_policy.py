@@ -6,7 +6,8 @@ that fails in a cluster fails the same way on a laptop:
 
 - exit 0: the Job is Complete;
 - an exit code of the FailJob rule (draftgen_contracts.exit_codes.FAIL_AT_ONCE): Failed at once,
-  reason PodFailurePolicy (retrying a bad config cannot help);
+  reason PodFailurePolicy (retrying a bad config cannot help); a full volume (WAIT_FOR_SPACE) likewise,
+  by the second rule (the reconcile tries the stage again later: policies/space_policy);
 - any other exit: one more failed pod; past `backoffLimit` of them the Job is Failed, reason
   BackoffLimitExceeded, else a new pod runs (it resumes from the stored output).
 """
@@ -31,6 +32,8 @@ def after_exit(container: str, exit_code: int, failed_pods_before: int, backoff_
         return AfterExit("succeeded")
     if exit_code in exit_codes.FAIL_AT_ONCE:
         return AfterExit("failed", *reasons.pod_failure_policy(container, exit_code))
+    if exit_code in exit_codes.WAIT_FOR_SPACE:
+        return AfterExit("failed", *reasons.pod_failure_policy(container, exit_code, rule=1))
     if failed_pods_before + 1 > backoff_limit:
         return AfterExit("failed", *reasons.BACKOFF_LIMIT_EXCEEDED)
     return AfterExit("restart")

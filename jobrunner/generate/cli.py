@@ -7,12 +7,14 @@ import asyncio
 import logging
 import sys
 import time
+from pathlib import Path
 
 from draftgen_contracts import exit_codes
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import KeysRefused, SGLangError
 from jobrunner.config import ConfigError, load_config, missing_inputs
 from jobrunner.datasets import DatasetRefused
+from jobrunner.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.generate.run import configure_logging, make_coordinator, run_generate
 
 
@@ -53,6 +55,14 @@ def main(args: argparse.Namespace) -> int:
     except SGLangError as e:
         logging.getLogger("jobrunner.generate").error("%s", e)
         return exit_codes.FAILED
+    except Exception as e:
+        if not ran_out_of_room(e, Path(config.output_root)):
+            raise
+        # The records written stay (a new pod resumes from them, as after any crash).
+        message = f"{full_at(Path(config.output_root))}; generation stopped, keeping every response written"
+        say_on_stderr(f"jobrunner generate: {message}")
+        report_error(config, message)
+        return exit_codes.VOLUME_FULL
 
 
 def report_error(config, message: str) -> None:

@@ -56,8 +56,7 @@ class ShardStore:
         """Open (or resume) an output directory for a run described by `run` (RUN_KEYS and more)."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        for tmp in self.directory.glob("*.tmp"):
-            tmp.unlink()  # a write the last run did not finish: its samples are not done
+        self.discard_unfinished()
         self.run = run
         self.samples: dict[str, dict] = {}
         self.shards: list[dict] = []
@@ -77,6 +76,11 @@ class ShardStore:
         for i, sid in enumerate(sample_ids):
             self.samples[sid] = {"shard": name, "offset": offsets[i], "length": offsets[i + 1] - offsets[i]}
         self.shards.append({"name": name, "samples": len(sample_ids), "tokens": offsets[-1], "bytes": size})
+
+    def discard_unfinished(self) -> None:
+        """A shard's write that did not finish (a crash, a full volume): its samples are not done."""
+        for tmp in self.directory.glob("*.tmp"):
+            tmp.unlink()
 
     def is_done(self, sample_id: str) -> bool:
         return sample_id in self.samples

@@ -101,6 +101,7 @@ def test_deployment_runs_one_operator_with_its_settings():
     assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz", "--namespace=team-a", "--namespace=team-b"]
     assert (env["DRAFTGEN_RUNNER_IMAGE"], env["DRAFTGEN_FOLD_INTERVAL"], env["DRAFTGEN_EXTRA_POD_LABELS"]) == (
         "runner:1", "5", "a=x,b=y")
+    assert env["DRAFTGEN_VOLUME_FULL_RETRY"] == "300"  # a stage a full volume stopped is tried again every 5 minutes
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
 

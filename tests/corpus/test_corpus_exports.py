@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from draftgen_contracts.hidden_state_layout import export_bytes
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, exports
 from jobrunner.extract import extract
@@ -61,6 +62,12 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
             assert torch.equal(d["token_ids"], s["input_ids"])
             assert torch.equal(d["hidden_states"][:, :3], s["aux_hidden_states"])
             assert torch.equal(d["hidden_states"][:, 3], s["final_hidden_state"])
+    # What it wrote, against what the estimate counts for it (one file a sample, no shard's whole
+    # storage in each).
+    written = sum(p.stat().st_size for p in exp.rglob("*") if p.is_file())
+    tokens = sum(index["samples"][sid]["length"] for sid in ids)
+    expected = export_bytes(kind, tokens, len(ids), 64, 3, "fp32")
+    assert abs(written / expected - 1) <= 0.10, (written, expected)
     if kind == "speculators":
         import pyarrow as pa
 

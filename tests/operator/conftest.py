@@ -96,7 +96,7 @@ class Run:
     """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
 
     def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
-                 volumes=True, metrics_port=0, liveness_port=0, image=None, **spec_overrides):
+                 volumes=True, metrics_port=0, liveness_port=0, image=None, operator_env=None, **spec_overrides):
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
@@ -111,7 +111,7 @@ class Run:
         if volumes:
             self.make_volumes(tiny_model, owner=image.user if image else None)
         self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port, liveness_port=liveness_port,
-                                 image=image).start(namespace)
+                                 image=image, extra_env=operator_env).start(namespace)
 
     def make_volumes(self, tiny_model, claims=("models", "data"), owner: str | None = None):
         """The claims' folders; `owner` ("uid:gid"), the user the pods run as, owns the data (a hostPath

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import time
 import urllib.request
 
@@ -12,6 +13,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import free_port
+from draftgen_dev.demo_assets import write_datasets
 from jobrunner.simulate.config import SIM_VERSION
 from tests.argocd.health import argocd_health
 from tests.conftest import REPO, wait_for
@@ -144,7 +146,7 @@ def check_the_quickstart(r, k8s, cluster, draftgen_image, metrics_port, liveness
     assert estimate["corpusTokens"] == estimate["responseTokens"] + estimate["promptTokens"]
     assert preflight["model"]["hiddenSize"] == 64 and "hidden size 64" in estimate["assumptions"]
     columns = r.kubectl("get", "dsgen", r.name, "-o", "wide").splitlines()[0].split()
-    assert columns[-3:] == ["ENDS", "CORPUS", "STATES"], columns
+    assert columns[-4:] == ["ENDS", "CORPUS", "STATES", "DISK"], columns
     chat = next(d for d in preflight["datasets"] if d["name"] == "chat")
     assert chat["usableRows"] == chat["rows"] - 3 and chat["skippedByReason"]["bad_json"] == 1
 
@@ -289,3 +291,31 @@ def test_missing_volume_is_a_condition_then_resolves(run, tiny_model):
     assert r.status()["phase"] == "Pending" and not r.jobs()
     r.make_volumes(tiny_model, claims=("data",))
     r.wait_phase("Generating", "Succeeded", timeout_s=120)
+
+
+def test_a_volume_that_fills_during_extraction_is_said_on_the_object_and_the_run_resumes_once_it_has_room(
+        run, tiny_model):
+    """The data claim's folder is a 3 MB tmpfs: the generation and the corpus fit, the states do not."""
+    r = run(volumes=False, extraction=True, operator_env={"DRAFTGEN_VOLUME_FULL_RETRY": "3"})
+    r.make_volumes(tiny_model, claims=("models",))
+    r.data = r.cluster.create_local_volume(r.namespace, "data")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(r.data)], check=True)
+    try:
+        write_datasets(r.data / "prompts", rows_per_dataset=200)
+        r.apply()
+
+        def volume_full():
+            c = {c["type"]: c for c in r.status().get("conditions", [])}.get("Ready")
+            return c if c and c["reason"] == "VolumeFull" else None
+        ready = wait_for(volume_full, 240, "the VolumeFull condition", r.cluster)
+        assert "the output volume (PersistentVolumeClaim data) is full: Job qs-extract stopped" in ready["message"]
+        assert "volume full at /data/qs/hidden-states" in ready["message"] and "more room" in ready["message"]
+        assert r.status()["phase"] == "Extracting" and "VolumeFull" in r.events()
+        subprocess.run(["mount", "-o", "remount,size=64m", str(r.data)], check=True)
+        status = r.wait_phase("Succeeded", "Failed", timeout_s=180)
+        assert status["phase"] == "Succeeded", status["conditions"]
+        index = json.loads((r.data / "qs" / "hidden-states" / "index.json").read_text())
+        assert index["complete"] and status["extraction"]["finished"]
+    finally:
+        r.stop()
+        subprocess.run(["umount", "--lazy", str(r.data)], check=True)
