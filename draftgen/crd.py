@@ -45,9 +45,6 @@ def structural(node: Any, defs: dict, keep_defaults: bool = True) -> Any:
     if "$ref" in node:
         target = defs[node.pop("$ref").split("/")[-1]]
         node = {**target, **node}  # the field's own description and extensions win
-    if node.get("x-kubernetes-int-or-string") and "anyOf" in node:  # a Quantity: int | str, as Kubernetes has it
-        string = next(v for v in node.pop("anyOf") if v.get("type") == "string")
-        node = {**{k: v for k, v in string.items() if k != "type"}, **node}
     if "anyOf" in node:  # Optional[X] -> X; optional-ness is `required`'s business
         variants = [v for v in node.pop("anyOf") if v.get("type") != "null"]
         assert len(variants) == 1, f"unions are not structural: {variants}"

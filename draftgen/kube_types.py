@@ -11,16 +11,20 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, StringConstraints, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from draftgen.cel_rules import is_quantity
 
 QUANTITY_MESSAGE = "must be a Kubernetes quantity such as 64Gi, 500m or 2"
+QUANTITY_MAX_LENGTH = 64
 
 
-def _quantity(value: int | str) -> int | str:
-    if isinstance(value, str) and not is_quantity(value):
+def _quantity(value: object) -> int | str:
+    """One validator, not a union: a refusal names the field itself, as the API server does."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError("must be an integer or a string")
+    if isinstance(value, str) and (len(value) > QUANTITY_MAX_LENGTH or not is_quantity(value)):
         raise ValueError(QUANTITY_MESSAGE)
     return value
 
@@ -29,9 +33,8 @@ def _quantity(value: int | str) -> int | str:
 # apimachinery's ParseQuantity does (draftgen.cel_rules.is_quantity; isQuantity in the CRD's rule).
 # Written out as a string, as the API server returns it: the Kubernetes Python client's models refuse
 # an integer there.
-Quantity = Annotated[int | Annotated[str, StringConstraints(max_length=64)], AfterValidator(_quantity),
-                     PlainSerializer(str, return_type=str), Field(json_schema_extra={
-    "x-kubernetes-int-or-string": True,
+Quantity = Annotated[int | str, PlainValidator(_quantity), PlainSerializer(str, return_type=str), WithJsonSchema({
+    "x-kubernetes-int-or-string": True, "maxLength": QUANTITY_MAX_LENGTH,
     "x-kubernetes-validations": [{"rule": "type(self) == int || isQuantity(self)", "message": QUANTITY_MESSAGE}]})]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=253)]
 

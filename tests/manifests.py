@@ -169,6 +169,8 @@ VALID = {
                                                        fields={"prompt": "problem", "system": "sys", "id": "uid"}),
     "a dataset on the inputs volume": with_inputs("/library/hf/data/*.parquet", mountPath="/library"),
     "a per-dataset chat template": with_dataset(chatTemplate={"enableThinking": True, "kwargs": {"x": 1}}),
+    "a null quantity is an absent one (the API server prunes it)": manifest(merge={"resources": {
+        "requests": {"cpu": None, "memory": "2Gi"}}}),
     "quantities as Kubernetes takes them, numbers too": manifest(merge={"resources": {
         "requests": {"cpu": 2, "memory": "2Gi"}, "limits": {"cpu": "1500m", "memory": 4_000_000_000}}}),
 }

@@ -58,9 +58,9 @@ def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
 
 def as_the_api_server_reads(value, schema: dict, path: str = "spec") -> tuple[object, list[str]]:
     """The value as the API server validates it, and what it refuses in it before any rule: a null
-    where the schema names a field is dropped (then defaulted or missing: it prunes the nulls of
-    non-nullable fields; free-form objects are kept), and an integer beyond 64 bits is refused (it
-    reads one as a float)."""
+    where the schema names a field, or as a value of a map, is dropped (then defaulted or missing: it
+    prunes the nulls of non-nullable fields; free-form objects are kept), and an integer beyond 64
+    bits is refused (it reads one as a float)."""
     if isinstance(value, dict) and "properties" in schema:
         known, kept, problems = schema["properties"], {}, []
         for k, v in value.items():
@@ -70,6 +70,10 @@ def as_the_api_server_reads(value, schema: dict, path: str = "spec") -> tuple[ob
                 kept[k], found = as_the_api_server_reads(v, known[k], f"{path}.{k}")
                 problems += found
         return kept, problems
+    if isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):  # a map: its nulls too
+        read = {k: as_the_api_server_reads(v, schema["additionalProperties"], f"{path}.{k}")
+                for k, v in value.items() if v is not None}
+        return {k: v for k, (v, _) in read.items()}, [p for _, found in read.values() for p in found]
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         read = [as_the_api_server_reads(v, schema["items"], f"{path}[{i}]") for i, v in enumerate(value)]
         return [v for v, _ in read], [p for _, found in read for p in found]

@@ -31,10 +31,13 @@ def condition_is(r, type_: str, reason: str, *fragments: str) -> dict:
 
 def test_a_child_the_api_server_refuses_fails_the_object_with_its_message(run):
     r = run()
-    r.body["spec"]["server"]["resources"] = {"requests": {"cpu": "lots"}}  # free-form: only the Job is checked
+    # Each quantity is one, but a request above its limit: admission checks no such rule between two
+    # fields of Kubernetes' own types, the API server does when the Job comes.
+    r.body["spec"]["server"]["resources"] = {"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}
     r.apply()
     r.wait_phase("Failed")
-    failed = condition_is(r, "Failed", "ChildInvalid", "create Job qs-gen-r000", "HTTP 400", "quantities must match")
+    failed = condition_is(r, "Failed", "ChildInvalid", "create Job qs-gen-r000", "HTTP 422",
+                          "must be less than or equal to cpu limit")
     assert failed["status"] == "True" and argocd_health(r.get()) == ("Degraded", failed["message"])
     assert "ChildInvalid" in r.events()
 
