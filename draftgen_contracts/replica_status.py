@@ -1,9 +1,9 @@
 """`status.replicas[]` of a DatasetGeneration: each generation replica's last report as the operator
-folded it, and what the replicas read of one another to share the budgets (budget_shares).
+folded it, for people and tools reading the object (the replicas read one another's reports from
+their ConfigMaps: jobrunner.coordination_kube).
 
-One model for the writer (the operator's fold, draftgen.fold.fold_replicas, puts it into the
-status; the CRD's schema is generated from it) and the reader (jobrunner.coordination_kube, which
-reads the status with a GET of the DatasetGeneration). camelCase, as the status is.
+Written by the operator's fold (draftgen.fold.fold_replicas); the CRD's schema is generated from it.
+camelCase, as the status is.
 
     replicas:
     - index: 1
@@ -15,9 +15,7 @@ reads the status with a GET of the DatasetGeneration). camelCase, as the status 
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .progress import DatasetProgress, ProgressDocument
@@ -47,11 +45,6 @@ class ReplicaDatasetStatus(_Status):
         return cls(name=name, tokens=report.completion_tokens, state=report.state, settled=report.settled,
                    budget_tokens=report.budget_tokens)
 
-    def as_progress(self) -> DatasetProgress:
-        """What a peer's report said of the dataset, as far as the status carries it."""
-        return DatasetProgress(state=self.state, completion_tokens=self.tokens, settled=self.settled,
-                               budget_tokens=self.budget_tokens)
-
 
 class ReplicaStatus(_Status):
     """The last report folded from one generation replica."""
@@ -68,14 +61,3 @@ class ReplicaStatus(_Status):
                    datasets=[ReplicaDatasetStatus.of(name, report.datasets[name])
                              for name in datasets if name in report.datasets])
 
-
-_REPLICAS = TypeAdapter(list[ReplicaStatus])
-
-
-def parse_replicas(status: dict[str, Any]) -> list[ReplicaStatus]:
-    """`status.replicas` of a DatasetGeneration as the API returns it; empty when missing or
-    malformed (a replica then waits on its peers: a stale view delays the end, never overshoots)."""
-    try:
-        return _REPLICAS.validate_python(status.get("replicas") or [])
-    except ValidationError:
-        return []

@@ -1,12 +1,12 @@
 """The Kubernetes side of coordination (jobrunner.coordination.Coordinator) for generation pods.
 
 A replica publishes its progress into its own report ConfigMap (the only objects its
-ServiceAccount may write), and learns from its DatasetGeneration's status, which the operator
-alone writes, which datasets are done over all replicas and what each other replica last
-reported per dataset (`status.replicas[].datasets`: tokens, state, settled, the budget they were
-reported under). That view is one fold interval older than the reports; the budget sharing only
-ever waits on it (draftgen_contracts.budget_shares). Reads are rate-limited to one GET per
-`min_poll_s`; an API error keeps the last known view (generation never stops because the API
+ServiceAccount may write) and reads the other replicas' reports from theirs (tokens, state,
+settled, the budget they were reported under, per dataset): so the replicas share every budget, and
+end when every budget is met, with or without the operator (docs/operator.md#an-operator-outage).
+From its DatasetGeneration's status, which the operator alone writes, it learns which datasets the
+operator declared done (a suspend, a deleted object). Reads are rate-limited to one round of GETs
+per `min_poll_s`; an API error keeps the last known view (generation never stops because the API
 server blinked).
 """
 
@@ -20,7 +20,6 @@ from kubernetes.client.exceptions import ApiException
 
 from draftgen_contracts import names
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
-from draftgen_contracts.replica_status import parse_replicas
 from draftgen_contracts.states import DATASET_DONE
 
 log = logging.getLogger("jobrunner.coordination")
@@ -40,20 +39,25 @@ class EveryDataset(frozenset):
         return True
 
 
-def peers_in_status(status: dict, replica: int) -> dict[str, dict[int, DatasetProgress]]:
-    """Per dataset, the other replicas' entries as the status folded them (status.replicas[].datasets)."""
+def peers_in_reports(reports: dict[int, ProgressDocument], replica: int,
+                     replicas: int) -> dict[str, dict[int, DatasetProgress]]:
+    """Per dataset, the other replicas' last reports; one written for another number of replicas (before
+    a resize) says nothing of this run's shares."""
     found: dict[str, dict[int, DatasetProgress]] = {}
-    for folded in parse_replicas(status):
-        if folded.index != replica:
-            for d in folded.datasets:
-                found.setdefault(d.name, {})[folded.index] = d.as_progress()
+    for r, report in reports.items():
+        if r != replica and report.replica == r and report.replicas == replicas:
+            for name, progress in report.datasets.items():
+                found.setdefault(name, {})[r] = progress
     return found
 
 
 class KubeCoordinator:
-    def __init__(self, name: str, namespace: str, report: str, replica: int, min_poll_s: float = 1.0):
+    def __init__(self, name: str, namespace: str, replica: int, replicas: int, min_poll_s: float = 1.0):
         load_kube_config()
-        self.name, self.namespace, self.report, self.replica = name, namespace, report, replica
+        self.name, self.namespace, self.replica, self.replicas = name, namespace, replica, replicas
+        self.report = names.report_name(name, replica)
+        self._peer_reports: dict[int, ProgressDocument] = {}
+        self._peers_read_at = float("-inf")
         self.core = client.CoreV1Api()
         self.custom = client.CustomObjectsApi()
         self.min_poll_s = min_poll_s
@@ -100,4 +104,19 @@ class KubeCoordinator:
         return {d["name"] for d in self._current_status().get("datasets") or [] if d.get("state") in DATASET_DONE}
 
     def peers(self) -> dict[str, dict[int, DatasetProgress]]:
-        return peers_in_status(self._current_status(), self.replica)
+        return peers_in_reports(self._read_peer_reports(), self.replica, self.replicas)
+
+    def _read_peer_reports(self) -> dict[int, ProgressDocument]:
+        if time.monotonic() - self._peers_read_at >= self.min_poll_s:
+            self._peers_read_at = time.monotonic()
+            for r in range(self.replicas):
+                if r != self.replica:
+                    try:
+                        data = self.core.read_namespaced_config_map(names.report_name(self.name, r), self.namespace,
+                                                                    _request_timeout=10).data or {}
+                    except Exception as e:  # keep its last report; the next round reads it again
+                        log.warning("could not read replica %d's report: %s", r, e)
+                        continue
+                    if (report := parse_progress(data.get(names.REPORT_KEY))) is not None:
+                        self._peer_reports[r] = report
+        return self._peer_reports

@@ -8,7 +8,6 @@ import os
 import signal
 from pathlib import Path
 
-from draftgen_contracts import names
 from draftgen_contracts.sglang_auth import ServerKeys
 from jobrunner.config import GenerateConfig
 from jobrunner.coordination import Coordinator, FileCoordinator
@@ -27,7 +26,7 @@ def make_coordinator(config: GenerateConfig) -> Coordinator:
         from jobrunner.coordination_kube import KubeCoordinator
 
         c = config.coordination
-        return KubeCoordinator(c.name, c.namespace, names.report_name(c.name, config.replica), config.replica)
+        return KubeCoordinator(c.name, c.namespace, config.replica, config.replicas)
     return FileCoordinator(config.coordination_directory(), config.replica)
 
 

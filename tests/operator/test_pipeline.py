@@ -12,6 +12,7 @@ import urllib.request
 from kubernetes import client
 
 from draftgen_contracts import names
+from draftgen_contracts.progress import parse_progress
 from draftgen_dev.cluster.controlplane import free_port
 from draftgen_dev.demo_assets import write_datasets
 from jobrunner.simulate.config import SIM_VERSION
@@ -319,3 +320,39 @@ def test_a_volume_that_fills_during_extraction_is_said_on_the_object_and_the_run
     finally:
         r.stop()
         subprocess.run(["umount", "--lazy", str(r.data)], check=True)
+
+
+# Seconds from the reports that meet every budget to no generation pod running, with no operator: a
+# report a second, the peers read a second later, the stop and the pod's end (docs/operator.md#an-operator-outage).
+FREED_WITHIN_S = 20
+
+
+def reports_met(r) -> bool:
+    """Every dataset's budget met by the replicas' own reports (the report ConfigMaps, no operator's fold)."""
+    docs = [parse_progress((r.core.read_namespaced_config_map(names.report_name(r.name, i), r.namespace).data or {})
+                           .get(names.REPORT_KEY)) for i in range(2)]
+    if any(d is None for d in docs):
+        return False
+    budgets = {d["name"]: d["budgetTokens"] for d in r.body["spec"]["datasets"]}
+    return all(sum(d.datasets[n].completion_tokens for d in docs if n in d.datasets) >= b for n, b in budgets.items())
+
+
+def test_with_the_operator_gone_the_replicas_end_every_budget_and_free_their_gpus_then_it_succeeds_exact(run):
+    r = run(budgets=(6000, 4000, 4000))
+    r.apply()
+    r.wait_phase("Generating")
+    wait_for(lambda: (r.status().get("tokens") or 0) >= 1500, 120, "the first 10 % of the tokens", r.cluster)
+    r.operator.kill()
+    met = wait_for(lambda: reports_met(r) and time.monotonic(), 180, "every budget met by the reports", r.cluster)
+    running = lambda: [p.metadata.name for p in r.pods() if p.status.phase in ("Pending", "Running")]  # noqa: E731
+    wait_for(lambda: not running(), FREED_WITHIN_S + 30, "the generation pods gone", r.cluster)
+    freed_s = time.monotonic() - met
+    assert freed_s <= FREED_WITHIN_S, freed_s
+    wait_for(lambda: all(j.status.succeeded for n, j in r.jobs().items() if "-gen-" in n), 30,
+             "each generation Job Complete by itself", r.cluster)
+
+    r.operator.start(r.namespace)
+    status = r.wait_phase("Succeeded", "Failed", timeout_s=180)
+    assert status["phase"] == "Succeeded", status["conditions"]
+    assert all(d["tokens"] == d["budgetTokens"] for d in status["datasets"]), status["datasets"]  # exact, cut at it
+    check_records_match_status(status, r.records())

@@ -15,8 +15,12 @@ TOOLS = {"buildah": "buildah", "mmdebstrap": "mmdebstrap"}  # command -> Debian 
 def ensure_tools() -> None:
     """Install buildah and mmdebstrap from Debian's packages where missing (a fresh CI machine)."""
     missing = [package for command, package in TOOLS.items() if shutil.which(command) is None]
-    if missing:
-        subprocess.run(["apt-get", "install", "-y", "-q", *missing], check=True, stdout=subprocess.DEVNULL)
+    if not missing:
+        return
+    install = ["apt-get", "install", "-y", "-q", *missing]
+    if subprocess.run(install, stdout=subprocess.DEVNULL).returncode != 0:  # a fresh machine's lists may be empty
+        subprocess.run(["apt-get", "update", "-q"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(install, check=True, stdout=subprocess.DEVNULL)
 
 
 def buildah(*args: str, capture: bool = True) -> str:
