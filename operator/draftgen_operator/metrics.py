@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 
@@ -9,6 +10,7 @@ from prometheus_client import Counter, Gauge, start_http_server
 
 from draftgen.api import DatasetGenerationStatus
 from draftgen_contracts.states import Phase
+from draftgen_contracts.timestamps import FORMAT
 
 TOKENS = Gauge("draftgen_dataset_tokens", "Kept completion tokens per dataset", ["namespace", "name", "dataset"])
 BUDGET = Gauge("draftgen_dataset_budget_tokens", "Token budget per dataset", ["namespace", "name", "dataset"])
@@ -21,7 +23,19 @@ GPU_SECONDS = Counter("draftgen_generation_gpu_seconds", "GPU-seconds held by ge
                       "started)", ["namespace", "name"])
 RECONCILE_ERRORS = Counter("draftgen_reconcile_errors_total", "Reconciles that raised or had a write refused",
                            ["namespace", "name"])
-ALL = (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, SAMPLES, READY, GPUS, GPU_SECONDS, RECONCILE_ERRORS)
+# status.estimate and status.extraction (docs/preflight.md#the-estimate), for dashboards and alerts.
+REACHABLE = Gauge("draftgen_dataset_budget_reachable", "1 while the dataset's usable rows may reach its budget",
+                  ["namespace", "name", "dataset"])
+GENERATION_ENDS = Gauge("draftgen_estimate_generation_end_timestamp_seconds",
+                        "Projected end of generation (Unix seconds; once the rate is measured)", ["namespace", "name"])
+GPU_HOURS = Gauge("draftgen_estimate_gpu_hours", "Projected GPU-hours of generation and extraction",
+                  ["namespace", "name"])
+DISK = Gauge("draftgen_estimate_disk_bytes", "Projected bytes on the output volume", ["namespace", "name"])
+EXTRACTED = Gauge("draftgen_extraction_tokens", "Tokens whose hidden states are stored", ["namespace", "name"])
+TO_EXTRACT = Gauge("draftgen_extraction_corpus_tokens", "Tokens of the corpus the extraction reads",
+                   ["namespace", "name"])
+ALL = (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, SAMPLES, READY, GPUS, GPU_SECONDS, RECONCILE_ERRORS, REACHABLE,
+       GENERATION_ENDS, GPU_HOURS, DISK, EXTRACTED, TO_EXTRACT)
 
 _last_observed: dict[tuple[str, str], tuple[float, int]] = {}  # (namespace, name) -> (monotonic time, GPUs then)
 
@@ -48,11 +62,32 @@ def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs, gp
     JOBS_ACTIVE.labels(namespace, name).set(sum(j.active for j in jobs))
     READY.labels(namespace, name).set(status.ready_replicas or 0)
     GPUS.labels(namespace, name).set(gpus)
+    observe_estimate(namespace, name, status)
     # The GPUs seen at the last fold were held until this one.
     now, key = time.monotonic(), (namespace, name)
     before = _last_observed.get(key)
     GPU_SECONDS.labels(namespace, name).inc(before[1] * (now - before[0]) if before else 0.0)
     _last_observed[key] = (now, gpus)
+
+
+def observe_estimate(namespace: str, name: str, status: DatasetGenerationStatus) -> None:
+    """The estimate's and the extraction's numbers; a projected end only while there is one."""
+    if (e := status.estimate) is not None:
+        for d in e.datasets:
+            REACHABLE.labels(namespace, name, d.name).set(1 if d.reachable else 0)
+        if e.generation_ends:
+            GENERATION_ENDS.labels(namespace, name).set(unix_seconds(e.generation_ends))
+        elif (namespace, name) in GENERATION_ENDS._metrics:  # generation over: no end to project
+            GENERATION_ENDS.remove(namespace, name)
+        GPU_HOURS.labels(namespace, name).set(e.gpu_hours + e.extraction_gpu_hours)
+        DISK.labels(namespace, name).set(e.disk_bytes)
+    if (x := status.extraction) is not None:
+        EXTRACTED.labels(namespace, name).set(x.tokens)
+        TO_EXTRACT.labels(namespace, name).set(x.corpus_tokens)
+
+
+def unix_seconds(rfc3339: str) -> float:
+    return dt.datetime.strptime(rfc3339, FORMAT).replace(tzinfo=dt.timezone.utc).timestamp()
 
 
 def forget(namespace: str, name: str) -> None:
