@@ -24,6 +24,7 @@ from draftgen_contracts import exit_codes
 from jobrunner.config import ConfigError
 
 from .executor import Interrupted, LocalExecutor, RunRefused
+from .pod_process import NotRunnableHere
 from .spec_file import SpecError, load_spec
 
 
@@ -75,6 +76,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"draftgen run: {e.stage} failed: {e}", file=sys.stderr)
             return exit_codes.BAD_CONFIG
         except SpecError as e:  # an update the API server would refuse
+            print(f"draftgen run: {args.spec}: {e}", file=sys.stderr)
+            return exit_codes.BAD_CONFIG
+        except NotRunnableHere as e:  # a pod setting a local process has nothing for (a ConfigMap's value)
             print(f"draftgen run: {args.spec}: {e}", file=sys.stderr)
             return exit_codes.BAD_CONFIG
         except Interrupted as e:

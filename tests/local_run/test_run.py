@@ -208,3 +208,14 @@ def test_existing_traces_join_the_corpus_as_they_are_and_are_counted_under_their
     assert manifest["datasets"]["chat"]["from_traces"] == 0
     preflight = next(d for d in status["preflight"]["datasets"] if d["name"] == "kimi-traces")
     assert preflight["usableRows"] == 40, preflight
+
+
+def test_a_server_env_from_a_configmap_is_refused_naming_it_for_nothing_stands_for_it_here(tmp_path, data_dir,
+                                                                                             model_dir, capsys):
+    obj = quickstart(budget_tokens=300, extraction=False)
+    obj["spec"]["server"]["env"] = [{"name": "NCCL_DEBUG", "valueFrom": {"configMapKeyRef": {"name": "nccl",
+                                                                                             "key": "level"}}}]
+    spec = write_spec(tmp_path / "quickstart.yaml", obj)
+    assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 2
+    err = capsys.readouterr().err
+    assert "container sglang: env NCCL_DEBUG comes from" in err and "configMapKeyRef" in err, err
