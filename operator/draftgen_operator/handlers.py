@@ -68,7 +68,6 @@ def configure(settings: kopf.OperatorSettings, **_):
     # With namespaces given, kopf's restricted mode: no cluster-wide namespace scan, so the chart's
     # namespaced RBAC needs no cluster-scope read.
     settings.scanning.disabled = RESTRICTED
-    metrics.serve()
 
 
 # --- indexes: the observed world, kept current by watches -------------------------------------------

@@ -34,6 +34,9 @@ DISK = Gauge("draftgen_estimate_disk_bytes", "Projected bytes on the output volu
 EXTRACTED = Gauge("draftgen_extraction_tokens", "Tokens whose hidden states are stored", ["namespace", "name"])
 TO_EXTRACT = Gauge("draftgen_extraction_corpus_tokens", "Tokens of the corpus the extraction reads",
                    ["namespace", "name"])
+# 1 on the replica that holds the leader Lease (or the only one), 0 on a standby: "operator down" is
+# no replica reporting 1 (charts/draftgen/files/alerts.yaml).
+LEADER = Gauge("draftgen_operator_leader", "1 while this operator replica reconciles, 0 while it stands by")
 ALL = (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, SAMPLES, READY, GPUS, GPU_SECONDS, RECONCILE_ERRORS, REACHABLE,
        GENERATION_ENDS, GPU_HOURS, DISK, EXTRACTED, TO_EXTRACT)
 

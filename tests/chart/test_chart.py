@@ -58,7 +58,10 @@ def test_lint(values):
 
 @pytest.mark.parametrize("values, says", [
     ({"replicas": "two"}, "/replicas"),
-    ({"replicas": "2"}, "/replicas"),  # kopf has no leader election
+    ({"replicas": "9"}, "/replicas"),
+    ({"logFormat": "xml"}, "/logFormat"),
+    ({"leaderElection.retryPeriodSeconds": "0"}, "/leaderElection/retryPeriodSeconds"),
+    ({"fullnameOverride": "Draft_Gen"}, "/fullnameOverride"),
     ({"watchNamespaces": "{Team_A}"}, "/watchNamespaces/0"),
     ({"image.pullPolicy": "Sometimes"}, "/image/pullPolicy"),
     ({"metrics.port": "0"}, "/metrics/port"),
@@ -89,21 +92,55 @@ def test_the_runs_pull_secrets_reach_the_operators_settings(monkeypatch):
     assert settings_from_env().image_pull_secrets == ("mirror",)
 
 
-def test_deployment_runs_one_operator_with_its_settings():
+def test_deployment_runs_two_operators_one_leading_with_its_settings():
     objects = render(watchNamespaces="{team-a,team-b}", runnerImage="runner:1", foldIntervalSeconds="5",
                      **{"jobPodLabels.b": "y", "jobPodLabels.a": "x"})
     [deployment] = by_kind(objects, "Deployment")
     spec = deployment["spec"]
-    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    assert spec["replicas"] == 2 and spec["strategy"]["type"] == "RollingUpdate"
     [container] = spec["template"]["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     assert container["command"] == ["draftgen", "operator"]
-    assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz", "--namespace=team-a", "--namespace=team-b"]
+    assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz", "--namespace=team-a", "--namespace=team-b",
+                                 "--leader-election", "--lease-name=draftgen", "--lease-duration=15",
+                                 "--renew-deadline=10", "--retry-period=2", "--log-format=text"]
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
     assert (env["DRAFTGEN_RUNNER_IMAGE"], env["DRAFTGEN_FOLD_INTERVAL"], env["DRAFTGEN_EXTRA_POD_LABELS"]) == (
         "runner:1", "5", "a=x,b=y")
     assert env["DRAFTGEN_VOLUME_FULL_RETRY"] == "300"  # a stage a full volume stopped is tried again every 5 minutes
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    assert container["livenessProbe"]["httpGet"] == container["readinessProbe"]["httpGet"] == {
+        "path": "/healthz", "port": "healthz"}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    spread = spec["template"]["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert spread[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    [budget] = by_kind(objects, "PodDisruptionBudget")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"] == spec["selector"]["matchLabels"]
+
+
+def test_one_operator_without_leader_election_is_recreated_and_two_are_refused():
+    objects = render(replicas="1", **{"leaderElection.enabled": "false"})
+    [deployment] = by_kind(objects, "Deployment")
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert not any(a.startswith("--lease") for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert not by_kind(objects, "PodDisruptionBudget") and "affinity" not in deployment["spec"]["template"]["spec"]
+    proc = helm("template", "draftgen", str(CHART), *OUR_IMAGE, check=False,
+                *set_args({"leaderElection.enabled": "false"}))
+    assert proc.returncode != 0 and "replicas above 1 need leaderElection.enabled" in proc.stderr, proc.stderr
+
+
+def test_names_extra_env_args_and_json_logs():
+    objects = render(nameOverride="dg", logFormat="json", **{
+        "extraArgs[0]": "--verbose", "extraEnv[0].name": "HTTPS_PROXY", "extraEnv[0].value": "http://proxy:3128"})
+    [deployment] = by_kind(objects, "Deployment")
+    assert deployment["metadata"]["name"] == "draftgen-dg"
+    assert deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "dg"
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-2:] == ["--log-format=json", "--verbose"]
+    assert {"name": "HTTPS_PROXY", "value": "http://proxy:3128"} in container["env"]
+    renamed = render(fullnameOverride="drafter")
+    assert {o["metadata"]["name"] for o in renamed if o["kind"] in ("Deployment", "ClusterRole")} == {"drafter"}
+    assert "--lease-name=drafter" in by_kind(renamed, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_runner_image_defaults_to_the_operators_image():
@@ -130,11 +167,12 @@ def test_rbac_is_cluster_wide_by_default_and_per_namespace_when_namespaces_are_g
     [scanning] = by_kind(namespaced, "ClusterRole")
     assert sorted((r["resources"], r["verbs"]) for r in scanning["rules"]) == [
         (["customresourcedefinitions"], ["list", "watch"]), (["namespaces"], ["list", "watch"])]
-    assert sorted(r["metadata"]["namespace"] for r in by_kind(namespaced, "Role")) == ["team-a", "team-b"]
+    assert sorted(r["metadata"]["namespace"] for r in by_kind(namespaced, "Role")) == [
+        "draftgen-system", "team-a", "team-b"]  # the release's own namespace: the leader Lease's Role
     [sa] = by_kind(namespaced, "ServiceAccount")
     subject = [{"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "draftgen-system"}]
     bindings = by_kind(namespaced, "RoleBinding") + by_kind(namespaced, "ClusterRoleBinding")
-    assert [b["subjects"] for b in bindings] == [subject] * 3
+    assert [b["subjects"] for b in bindings] == [subject] * 4
     assert sorted(b["roleRef"]["name"] for b in bindings) == sorted(
         r["metadata"]["name"] for r in by_kind(namespaced, "Role") + [scanning])
 
@@ -144,7 +182,8 @@ def test_operator_holds_what_it_grants_and_nothing_broad(values):
     """RBAC lets a ServiceAccount create a Role only with permissions it holds itself."""
     objects = render(**values)
     # Where the operator creates the runners' Roles: the watched namespace's Role, or cluster-wide.
-    [granting] = by_kind(objects, "Role") or by_kind(objects, "ClusterRole")
+    [granting] = ([r for r in by_kind(objects, "Role") if not r["metadata"]["name"].endswith("-leader-election")]
+                  or by_kind(objects, "ClusterRole"))
     runner_role = next(o for o in plan.rbac_objects("x", api.DatasetGenerationSpec.model_validate(manifest()["spec"]))
                        if o["kind"] == "Role")
     missing = [(g, res, v) for rule in runner_role["rules"] for g in rule["apiGroups"] for res in rule["resources"]
@@ -156,6 +195,9 @@ def test_operator_holds_what_it_grants_and_nothing_broad(values):
         assert not {"pods/exec", "nodes"} & set(rule["resources"]), rule
         # Secrets: the runs' server keys are created, never read (no get, list or watch).
         assert "secrets" not in rule["resources"] or (rule["resources"], rule["verbs"]) == (["secrets"], ["create"]), rule
+        # Leases: the leader Lease only, in the release's namespace.
+        assert "leases" not in rule["resources"] or (rule["apiGroups"], rule["verbs"]) == (
+            ["coordination.k8s.io"], ["get", "create", "update"]), rule
         # Pods are watched (why a replica does not run, docs/operator.md), never written.
         assert "pods" not in rule["resources"] or set(rule["verbs"]) <= {"list", "watch"}, rule
 
@@ -207,7 +249,9 @@ def release(cluster, crd, release_namespace):
 def test_install_creates_the_operator_and_its_rbac(cluster, k8s, release):
     apps, core, rbac = client.AppsV1Api(k8s), client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
     deployment = apps.read_namespaced_deployment(release.name, release.namespace)
-    assert deployment.spec.replicas == 1 and deployment.spec.strategy.type == "Recreate"
+    assert deployment.spec.replicas == 2 and deployment.spec.strategy.type == "RollingUpdate"
+    client.PolicyV1Api(k8s).read_namespaced_pod_disruption_budget(release.name, release.namespace)
+    rbac.read_namespaced_role_binding(f"{release.name}-leader-election", release.namespace)
     core.read_namespaced_service_account(release.service_account, release.namespace)
     core.read_namespaced_service(f"{release.name}-metrics", release.namespace)
     rbac.read_cluster_role(release.name)
@@ -273,8 +317,10 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
                 and {"demo-report-r000", "demo-report-r001"} <= names_of(core.list_namespaced_config_map(namespace).items)
                 and (dg.get("status") or {}).get("phase"))
 
-    # No local-kubelet label: KWOK plays the generation pods, nothing is run on this machine.
-    operator = Operator(cluster, tmp_path, extra_env={"KUBECONFIG": str(kubeconfig), "DRAFTGEN_EXTRA_POD_LABELS": ""})
+    # No local-kubelet label: KWOK plays the generation pods, nothing is run on this machine. With the
+    # leader Lease, as the chart runs it: its Role lets the ServiceAccount take the Lease.
+    operator = Operator(cluster, tmp_path, extra_env={"KUBECONFIG": str(kubeconfig), "DRAFTGEN_EXTRA_POD_LABELS": ""},
+                        args=("--leader-election", "--lease-namespace", sa_namespace, "--lease-name", service_account))
     operator.start(watched)
     try:
         wait_for(reconciled, 60, "the operator to create demo's children and set its phase", cluster)

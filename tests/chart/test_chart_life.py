@@ -82,6 +82,15 @@ def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, rele
         assert proc.returncode == 0, proc.stdout + proc.stderr + said
         assert "TEST SUITE:     answers-draftgen-test-answers" in proc.stdout and "Phase:          Succeeded" in proc.stdout
         assert "/healthz: answers" in said and "/metrics: answers" in said, said
+        # Two replicas from the image, as the chart runs them: one holds the leader Lease.
+        pods = {p.metadata.name for p in client.CoreV1Api(k8s).list_namespaced_pod(
+            release_namespace, label_selector="app.kubernetes.io/instance=answers,app.kubernetes.io/name=draftgen").items}
+        assert len(pods) == 2, pods
+
+        def holder():
+            lease = client.CoordinationV1Api(k8s).read_namespaced_lease("answers-draftgen", release_namespace)
+            return lease.spec.holder_identity
+        wait_for(lambda: (holder() or "").split("_")[0] in pods, 60, "one operator pod holding the Lease", cluster)
     finally:
         helm("uninstall", "answers", "--namespace", release_namespace, "--wait", kubeconfig=cluster.kubeconfig)
 

@@ -25,9 +25,10 @@ class Operator:
     one writable folder, a kubeconfig of its own."""
 
     def __init__(self, cluster, log_dir: Path, fold_interval: float = 1.0, extra_env: dict | None = None,
-                 metrics_port: int = 0, liveness_port: int = 0, image=None):
+                 metrics_port: int = 0, liveness_port: int = 0, image=None, args: tuple[str, ...] = ()):
         self.cluster = cluster
         self.log = log_dir / "operator.log"
+        self.args = args
         self.liveness = f"http://127.0.0.1:{liveness_port}/healthz" if liveness_port else ""
         self.image = image
         self.dir = log_dir / "operator"
@@ -40,7 +41,7 @@ class Operator:
         self.proc: subprocess.Popen | None = None
 
     def argv(self, scope: list[str]) -> list[str]:
-        command = ["draftgen", "operator", "--liveness", self.liveness, *scope]
+        command = ["draftgen", "operator", "--liveness", self.liveness, *scope, *self.args]
         if self.image is None:
             return [sys.executable, "-m", "draftgen.cli", *command[1:]]
         config = self.dir / "config"
@@ -96,7 +97,8 @@ class Run:
     """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
 
     def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
-                 volumes=True, metrics_port=0, liveness_port=0, image=None, operator_env=None, **spec_overrides):
+                 volumes=True, metrics_port=0, liveness_port=0, image=None, operator_env=None, operator_args=(),
+                 **spec_overrides):
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
@@ -111,7 +113,7 @@ class Run:
         if volumes:
             self.make_volumes(tiny_model, owner=image.user if image else None)
         self.operator = Operator(cluster, tmp_path, metrics_port=metrics_port, liveness_port=liveness_port,
-                                 image=image, extra_env=operator_env).start(namespace)
+                                 image=image, extra_env=operator_env, args=operator_args).start(namespace)
 
     def make_volumes(self, tiny_model, claims=("models", "data"), owner: str | None = None):
         """The claims' folders; `owner` ("uid:gid"), the user the pods run as, owns the data (a hostPath

@@ -15,9 +15,11 @@ from draftgen_contracts import names
 from draftgen_contracts.progress import parse_progress
 from draftgen_dev.cluster.controlplane import free_port
 from draftgen_dev.demo_assets import write_datasets
+from draftgen_operator.lease import Timing
 from jobrunner.simulate.config import SIM_VERSION
 from tests.argocd.health import argocd_health
 from tests.conftest import REPO, wait_for
+from tests.operator.conftest import Operator
 from tests.scenarios import check_records_match_status
 
 
@@ -356,3 +358,45 @@ def test_with_the_operator_gone_the_replicas_end_every_budget_and_free_their_gpu
     assert status["phase"] == "Succeeded", status["conditions"]
     assert all(d["tokens"] == d["budgetTokens"] for d in status["datasets"]), status["datasets"]  # exact, cut at it
     check_records_match_status(status, r.records())
+
+
+# Leader election with short timings (the chart's are 15/10/2 s): a crashed leader's Lease is taken
+# within its duration plus two retry periods (docs/operator.md#two-replicas-and-a-failover).
+LEASE = Timing(duration_s=6.0, renew_deadline_s=4.0, retry_s=1.0)
+TAKEOVER_WITHIN_S = LEASE.duration_s + 2 * LEASE.retry_s
+
+
+def lease_args(namespace: str) -> tuple[str, ...]:
+    return ("--leader-election", "--lease-namespace", namespace, "--lease-duration", str(LEASE.duration_s),
+            "--renew-deadline", str(LEASE.renew_deadline_s), "--retry-period", str(LEASE.retry_s))
+
+
+def leading(operator: Operator) -> bool:
+    return "leading" in operator.log.read_text()
+
+
+def test_two_operators_one_leads_and_when_it_is_killed_the_standby_takes_over_and_the_run_ends_exact(
+        run, namespace, tmp_path):
+    r = run(budgets=(6000, 4000, 4000), operator_args=lease_args(namespace))
+    wait_for(lambda: leading(r.operator), 30, "the first operator leading", r.cluster)
+    (tmp_path / "b").mkdir()
+    standby = Operator(r.cluster, tmp_path / "b", args=lease_args(namespace))
+    standby.start(r.namespace)
+    try:
+        r.apply()
+        r.wait_phase("Generating")
+        wait_for(lambda: (r.status().get("tokens") or 0) >= 1500, 120, "the first 10 % of the tokens", r.cluster)
+        assert not leading(standby), standby.log.read_text()[-2000:]
+
+        r.operator.kill()  # SIGKILL: no release, the standby waits the Lease out
+        killed = time.monotonic()
+        wait_for(lambda: leading(standby), TAKEOVER_WITHIN_S + 30, "the standby leading", r.cluster)
+        took_s = time.monotonic() - killed
+        assert took_s <= TAKEOVER_WITHIN_S, took_s
+        r.operator = standby  # what wait_phase checks is alive, and the fixture stops
+        status = r.wait_phase("Succeeded", "Failed", timeout_s=240)
+        assert status["phase"] == "Succeeded", status["conditions"]
+        assert all(d["tokens"] == d["budgetTokens"] for d in status["datasets"]), status["datasets"]
+        check_records_match_status(status, r.records())
+    finally:
+        standby.stop()

@@ -1,0 +1,18 @@
+from draftgen_operator.lease import Timing, has_lost, may_take
+
+
+def test_a_lease_is_free_without_a_holder_to_its_holder_and_once_unchanged_for_its_duration():
+    assert may_take(None, "me", 0.0, 15.0) and may_take("", "me", 0.0, 15.0)
+    assert may_take("me", "me", 0.0, 15.0)
+    assert not may_take("other", "me", 14.9, 15.0)
+    assert may_take("other", "me", 15.0, 15.0)
+
+
+def test_the_holder_gives_up_at_the_renew_deadline():
+    assert not has_lost(9.9, 10.0) and has_lost(10.0, 10.0)
+
+
+def test_timings_that_could_let_two_holders_overlap_are_refused():
+    assert Timing().problem() is None
+    assert "under the lease duration" in Timing(duration_s=10, renew_deadline_s=9, retry_s=1).problem()
+    assert "positive" in Timing(retry_s=0).problem()
