@@ -9,6 +9,7 @@ import subprocess
 import time
 import urllib.request
 
+import pytest
 from kubernetes import client
 
 from draftgen_contracts import names
@@ -377,26 +378,45 @@ def leading(operator: Operator) -> bool:
 
 def test_two_operators_one_leads_and_when_it_is_killed_the_standby_takes_over_and_the_run_ends_exact(
         run, namespace, tmp_path):
-    r = run(budgets=(6000, 4000, 4000), operator_args=lease_args(namespace))
+    run_through_failovers(run(budgets=(6000, 4000, 4000), operator_args=lease_args(namespace)), tmp_path,
+                          stops=["kill"])
+
+
+@pytest.mark.slow
+def test_the_leader_killed_or_stopped_again_and_again_loses_and_doubles_nothing(run, namespace, tmp_path):
+    """Four handovers in one run, crashes and clean stops (a clean stop hands the Lease over at once)."""
+    run_through_failovers(run(budgets=(24000, 16000, 16000), operator_args=lease_args(namespace)), tmp_path,
+                          stops=["kill", "terminate", "kill", "terminate"])
+
+
+def run_through_failovers(r, tmp_path, stops: list[str]) -> None:
+    """Two operators on `r`; at each 1/(len(stops) + 1) of the tokens the leader is stopped (`kill`:
+    SIGKILL, `terminate`: SIGTERM) and started again as the standby; the other must lead within the
+    bound, and the run end exact."""
     wait_for(lambda: leading(r.operator), 30, "the first operator leading", r.cluster)
     (tmp_path / "b").mkdir()
-    standby = Operator(r.cluster, tmp_path / "b", args=lease_args(namespace))
-    standby.start(r.namespace)
+    operators = [r.operator, Operator(r.cluster, tmp_path / "b", args=r.operator.args).start(r.namespace)]
+    total = sum(d["budgetTokens"] for d in r.body["spec"]["datasets"])
     try:
         r.apply()
         r.wait_phase("Generating")
-        wait_for(lambda: (r.status().get("tokens") or 0) >= 1500, 120, "the first 10 % of the tokens", r.cluster)
-        assert not leading(standby), standby.log.read_text()[-2000:]
-
-        r.operator.kill()  # SIGKILL: no release, the standby waits the Lease out
-        killed = time.monotonic()
-        wait_for(lambda: leading(standby), TAKEOVER_WITHIN_S + 30, "the standby leading", r.cluster)
-        took_s = time.monotonic() - killed
-        assert took_s <= TAKEOVER_WITHIN_S, took_s
-        r.operator = standby  # what wait_phase checks is alive, and the fixture stops
+        for i, stop in enumerate(stops):
+            leader, standby = operators
+            at = total * (i + 1) // (len(stops) + 1)
+            wait_for(lambda: (r.status().get("tokens") or 0) >= at, 180, f"{at} tokens", r.cluster)
+            assert not leading(standby), standby.log.read_text()[-2000:]
+            leader.kill() if stop == "kill" else leader.stop()  # kill: no release, the standby waits the Lease out
+            stopped = time.monotonic()
+            wait_for(lambda: leading(standby), TAKEOVER_WITHIN_S + 30, "the standby leading", r.cluster)
+            took_s = time.monotonic() - stopped
+            assert took_s <= (TAKEOVER_WITHIN_S if stop == "kill" else 2 * LEASE.retry_s + 1), (stop, took_s)
+            leader.log.write_text("")  # its next life starts as a standby, and `leading` reads its log
+            operators = [standby, leader.start(r.namespace)]
+            r.operator = standby  # what wait_phase checks is alive
         status = r.wait_phase("Succeeded", "Failed", timeout_s=240)
         assert status["phase"] == "Succeeded", status["conditions"]
         assert all(d["tokens"] == d["budgetTokens"] for d in status["datasets"]), status["datasets"]
         check_records_match_status(status, r.records())
     finally:
-        standby.stop()
+        for operator in operators:
+            operator.stop()
