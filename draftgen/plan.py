@@ -43,6 +43,9 @@ class OperatorSettings:
     # Who may scrape the generation pods' metrics port (NetworkPolicy peers, JSON each, from the
     # chart's networkPolicy.metricsFrom): nobody from outside the pod by default.
     metrics_from: tuple[str, ...] = ()
+    # The same peers may reach the SGLang server's port too, for its own /metrics (the chart's
+    # networkPolicy.serverMetrics, DRAFTGEN_SERVER_METRICS).
+    server_metrics: bool = False
     # How long a stage stopped by a full volume waits before its Job is created again (the chart's
     # volumeFullRetrySeconds, DRAFTGEN_VOLUME_FULL_RETRY).
     volume_full_retry_s: float = 300.0
@@ -479,13 +482,15 @@ def output_lock(name: str, spec: api.DatasetGenerationSpec) -> dict:
             "data": {"owner": name, "folder": folder}}
 
 
-def generation_network_policy(name: str, settings: OperatorSettings) -> dict:
-    """Ingress to the run's generation pods: the metrics port from the peers the chart names, and
-    nothing else. The server's port is reached only from inside its pod (generate talks to it over
-    the pod's own IP, which a policy cannot block) and by the kubelet's probes (traffic from the node
-    is always allowed). Where no controller enforces NetworkPolicy, the server's keys still hold."""
+def generation_network_policy(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSettings) -> dict:
+    """Ingress to the run's generation pods: the metrics port from the peers the chart names (and the
+    server's port, for SGLang's /metrics, where the chart says so), and nothing else. Otherwise the
+    server's port is reached only from inside its pod (generate talks to it over the pod's own IP,
+    which a policy cannot block) and by the kubelet's probes (traffic from the node is always
+    allowed). Where no controller enforces NetworkPolicy, the server's keys still hold."""
     peers = [json.loads(peer) for peer in settings.metrics_from]
-    rules = [{"from": peers, "ports": [{"protocol": "TCP", "port": names.GENERATE_METRICS_PORT}]}] if peers else []
+    ports = [names.GENERATE_METRICS_PORT, *([spec.server.port] if settings.server_metrics else [])]
+    rules = [{"from": peers, "ports": [{"protocol": "TCP", "port": p} for p in ports]}] if peers else []
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": names.network_policy_name(name), "labels": labels(name, "generate-network")},
             "spec": {"podSelector": {"matchLabels": labels(name, "generate")}, "policyTypes": ["Ingress"],

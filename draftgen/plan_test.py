@@ -78,13 +78,17 @@ def test_keys_the_user_sets_in_server_args_win_and_no_secret_is_made():
 
 
 def test_the_network_policy_lets_only_the_named_peers_reach_the_metrics_port_and_nothing_the_server():
-    closed = plan.generation_network_policy("k25", SETTINGS)
+    closed = plan.generation_network_policy("k25", SPEC, SETTINGS)
     assert closed["spec"]["podSelector"] == {"matchLabels": plan.labels("k25", "generate")}
     assert closed["spec"]["policyTypes"] == ["Ingress"] and closed["spec"]["ingress"] == []  # nobody from outside
     monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
-    opened = plan.generation_network_policy("k25", plan.OperatorSettings(metrics_from=(json.dumps(monitoring),)))
+    opened = plan.generation_network_policy("k25", SPEC, plan.OperatorSettings(metrics_from=(json.dumps(monitoring),)))
     assert opened["spec"]["ingress"] == [{"from": [monitoring],
                                           "ports": [{"protocol": "TCP", "port": names.GENERATE_METRICS_PORT}]}]
+    # With the chart's networkPolicy.serverMetrics, SGLang's own /metrics on the server's port too.
+    server = plan.generation_network_policy("k25", SPEC, plan.OperatorSettings(metrics_from=(json.dumps(monitoring),),
+                                                                              server_metrics=True))
+    assert server["spec"]["ingress"][0]["ports"][1] == {"protocol": "TCP", "port": SPEC.server.port}
 
 
 def every_container(pod: dict) -> list[dict]:

@@ -194,7 +194,7 @@ def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
     # is refused as existing).
     if not any(is_generation_job(j) for j in jobs):
         return jobs
-    guards = [plan.keys_secret(r.name, r.spec), plan.generation_network_policy(r.name, r.settings)]
+    guards = [plan.keys_secret(r.name, r.spec), plan.generation_network_policy(r.name, r.spec, r.settings)]
     return [*(g for g in guards if g), *jobs]
 
 

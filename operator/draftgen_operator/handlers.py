@@ -44,6 +44,7 @@ def settings_from_env() -> plan.OperatorSettings:
     pulls = json.loads(os.environ.get("DRAFTGEN_RUN_IMAGE_PULL_SECRETS") or "[]")  # the chart's runImagePullSecrets
     return plan.OperatorSettings(runner_image=os.environ.get("DRAFTGEN_RUNNER_IMAGE", plan.OperatorSettings.runner_image),
                                  extra_pod_labels=pairs, metrics_from=tuple(json.dumps(p, sort_keys=True) for p in peers),
+                                 server_metrics=os.environ.get("DRAFTGEN_SERVER_METRICS") == "1",
                                  image_pull_secrets=tuple(s["name"] for s in pulls),
                                  volume_full_retry_s=float(os.environ.get("DRAFTGEN_VOLUME_FULL_RETRY") or 300))
 

@@ -34,11 +34,13 @@ DISK = Gauge("draftgen_estimate_disk_bytes", "Projected bytes on the output volu
 EXTRACTED = Gauge("draftgen_extraction_tokens", "Tokens whose hidden states are stored", ["namespace", "name"])
 TO_EXTRACT = Gauge("draftgen_extraction_corpus_tokens", "Tokens of the corpus the extraction reads",
                    ["namespace", "name"])
+REPORTED = Gauge("draftgen_replica_report_timestamp_seconds", "When the generation replica last reported (Unix "
+                 "seconds, its own clock); no sample once it has finished", ["namespace", "name", "replica"])
 # 1 on the replica that holds the leader Lease (or the only one), 0 on a standby: "operator down" is
 # no replica reporting 1 (charts/draftgen/files/alerts.yaml).
 LEADER = Gauge("draftgen_operator_leader", "1 while this operator replica reconciles, 0 while it stands by")
 ALL = (TOKENS, BUDGET, PHASE, JOBS_ACTIVE, SAMPLES, READY, GPUS, GPU_SECONDS, RECONCILE_ERRORS, REACHABLE,
-       GENERATION_ENDS, GPU_HOURS, DISK, EXTRACTED, TO_EXTRACT)
+       GENERATION_ENDS, GPU_HOURS, DISK, EXTRACTED, TO_EXTRACT, REPORTED)
 
 _last_observed: dict[tuple[str, str], tuple[float, int]] = {}  # (namespace, name) -> (monotonic time, GPUs then)
 
@@ -65,12 +67,22 @@ def observe(namespace: str, name: str, status: DatasetGenerationStatus, jobs, gp
     JOBS_ACTIVE.labels(namespace, name).set(sum(j.active for j in jobs))
     READY.labels(namespace, name).set(status.ready_replicas or 0)
     GPUS.labels(namespace, name).set(gpus)
+    observe_replicas(namespace, name, status)
     observe_estimate(namespace, name, status)
     # The GPUs seen at the last fold were held until this one.
     now, key = time.monotonic(), (namespace, name)
     before = _last_observed.get(key)
     GPU_SECONDS.labels(namespace, name).inc(before[1] * (now - before[0]) if before else 0.0)
     _last_observed[key] = (now, gpus)
+
+
+def observe_replicas(namespace: str, name: str, status: DatasetGenerationStatus) -> None:
+    """Each unfinished replica's last report time: an alert fires on one that stops reporting."""
+    for r in status.replicas:
+        if r.report_time is not None and not r.finished:
+            REPORTED.labels(namespace, name, str(r.index)).set(r.report_time)
+        elif (namespace, name, str(r.index)) in REPORTED._metrics:
+            REPORTED.remove(namespace, name, str(r.index))
 
 
 def observe_estimate(namespace: str, name: str, status: DatasetGenerationStatus) -> None:

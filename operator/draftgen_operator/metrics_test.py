@@ -25,3 +25,15 @@ def test_the_estimate_and_the_extraction_are_served_and_a_past_end_is_dropped():
     assert sample("draftgen_estimate_generation_end_timestamp_seconds") is None
     metrics.forget("ns", "run")
     assert sample("draftgen_estimate_disk_bytes") is None
+
+
+def test_a_replica_reports_its_time_until_it_has_finished():
+    from draftgen_contracts.replica_status import ReplicaStatus
+    running = DatasetGenerationStatus(replicas=[ReplicaStatus(index=0, report_time=1700000000.0),
+                                                ReplicaStatus(index=1, report_time=1700000001.0, finished=True)])
+    metrics.observe_replicas("ns", "run", running)
+    assert sample("draftgen_replica_report_timestamp_seconds", replica="0") == 1700000000.0
+    assert sample("draftgen_replica_report_timestamp_seconds", replica="1") is None
+    running.replicas[0].finished = True
+    metrics.observe_replicas("ns", "run", running)
+    assert sample("draftgen_replica_report_timestamp_seconds", replica="0") is None

@@ -51,7 +51,10 @@ def test_chart_crd_is_the_generated_crd():
 
 
 @pytest.mark.parametrize("values", [{}, {"watchNamespaces": "{team-a,team-b}"},
-                                    {"metrics.serviceMonitor.enabled": "true", "jobPodLabels.team": "a"}])
+                                    {"metrics.serviceMonitor.enabled": "true", "jobPodLabels.team": "a"},
+                                    {"metrics.podMonitor.enabled": "true", "metrics.prometheusRule.enabled": "true",
+                                     "networkPolicy.prometheus.namespace": "monitoring", "logFormat": "json",
+                                     "replicas": "1", "leaderElection.enabled": "false"}])
 def test_lint(values):
     helm("lint", "--strict", str(CHART), *OUR_IMAGE, *set_args(values))
 

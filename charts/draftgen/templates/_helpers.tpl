@@ -125,3 +125,18 @@ back to the names it was given, and then keeps logging 403s.
   verbs: [list, watch]
 {{- end }}
 {{- end -}}
+
+{{/* The NetworkPolicy peers that may scrape the generation pods, as JSON: metricsFrom, and the
+cluster's Prometheus by its namespace (and pod labels). */}}
+{{- define "draftgen.metricsPeers" -}}
+{{- $peers := .Values.networkPolicy.metricsFrom | default list -}}
+{{- $prometheus := .Values.networkPolicy.prometheus | default dict -}}
+{{- if $prometheus.namespace -}}
+{{- $peer := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" $prometheus.namespace)) -}}
+{{- if $prometheus.podLabels -}}
+{{- $_ := set $peer "podSelector" (dict "matchLabels" $prometheus.podLabels) -}}
+{{- end -}}
+{{- $peers = append $peers $peer -}}
+{{- end -}}
+{{- toJson $peers -}}
+{{- end -}}

