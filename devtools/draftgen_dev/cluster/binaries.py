@@ -5,7 +5,7 @@ complete, so an interrupted build never leaves an entry that looks finished. A f
 processes (say, `make test` and `make demo`) from building the same part at once.
 
     python -m draftgen_dev.cluster.binaries                  # the control plane, with progress
-    python -m draftgen_dev.cluster.binaries --controllers    # and the controllers tests add (Kueue)
+    python -m draftgen_dev.cluster.binaries --controllers    # and what tests add (Kueue, promtool)
 """
 
 from __future__ import annotations
