@@ -37,6 +37,9 @@ def set_args(values: dict[str, str]) -> list[str]:
 # The chart requires the image's repository: the tests' installs name the local build's (make image).
 IMAGE_REPOSITORY = {"image.repository": "localhost/draftgen"}
 OUR_IMAGE = set_args(IMAGE_REPOSITORY)
+# The session's CRD is the `crd` fixture's, shared by every test: installs other than the chart's
+# life test (test_chart_life.py, which adopts it) leave it alone.
+SHARED_CRD = set_args({"crds.install": "false"})
 
 
 def render(namespace: str = "draftgen-system", **values: str) -> list[dict]:

@@ -15,7 +15,8 @@ from kubernetes import client
 
 from draftgen import api, plan
 from draftgen_contracts import names
-from tests.chart.conftest import CHART, OUR_IMAGE, helm, render, service_account_token, set_args, token_kubeconfig, tool
+from tests.chart.conftest import (CHART, OUR_IMAGE, SHARED_CRD, helm, render, service_account_token, set_args, token_client,
+                                  token_kubeconfig, tool)
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 from tests.operator.conftest import Operator
@@ -35,6 +36,12 @@ def by_kind(objects: list[dict], kind: str) -> list[dict]:
     return [o for o in objects if o["kind"] == kind]
 
 
+def operator_roles(objects: list[dict], kind: str) -> list[dict]:
+    """The operator's own Roles or ClusterRoles: not the Lease's, not the users' (userroles.yaml)."""
+    return [o for o in by_kind(objects, kind)
+            if not o["metadata"]["name"].endswith(("-leader-election", "-edit", "-view"))]
+
+
 def covers(rules: list[dict], group: str, resource: str, verb: str) -> bool:
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
                and not r.get("resourceNames") for r in rules)
@@ -43,7 +50,7 @@ def covers(rules: list[dict], group: str, resource: str, verb: str) -> bool:
 # --- without a cluster -------------------------------------------------------------------------------
 
 def test_chart_crd_is_the_generated_crd():
-    chart_crd = CHART / "crds" / "datasetgenerations.draftgen.io.yaml"
+    chart_crd = CHART / "files" / "datasetgenerations.draftgen.io.yaml"
     source = REPO / "crds" / "datasetgenerations.draftgen.io.yaml"
     assert chart_crd.read_bytes() == source.read_bytes(), (
         f"the chart's CRD differs from {source.relative_to(REPO)}; copy it: cp {source.relative_to(REPO)} "
@@ -142,8 +149,10 @@ def test_names_extra_env_args_and_json_logs():
     assert container["args"][-2:] == ["--log-format=json", "--verbose"]
     assert {"name": "HTTPS_PROXY", "value": "http://proxy:3128"} in container["env"]
     renamed = render(fullnameOverride="drafter")
-    assert {o["metadata"]["name"] for o in renamed if o["kind"] in ("Deployment", "ClusterRole")} == {"drafter"}
-    assert "--lease-name=drafter" in by_kind(renamed, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert {o["metadata"]["name"] for o in renamed if o["kind"] in ("Deployment", "ClusterRole")} == {
+        "drafter", "drafter-edit", "drafter-view"}
+    [renamed_deployment] = by_kind(renamed, "Deployment")
+    assert "--lease-name=drafter" in renamed_deployment["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_runner_image_defaults_to_the_operators_image():
@@ -164,10 +173,10 @@ def test_the_image_repository_is_required_and_the_error_names_the_value():
 
 
 def test_rbac_is_cluster_wide_by_default_and_per_namespace_when_namespaces_are_given():
-    [cluster_role] = by_kind(render(), "ClusterRole")
+    [cluster_role] = operator_roles(render(), "ClusterRole")
     assert covers(cluster_role["rules"], "batch", "jobs", "create")
     namespaced = render(watchNamespaces="{team-a,team-b}")
-    [scanning] = by_kind(namespaced, "ClusterRole")
+    [scanning] = operator_roles(namespaced, "ClusterRole")
     assert sorted((r["resources"], r["verbs"]) for r in scanning["rules"]) == [
         (["customresourcedefinitions"], ["list", "watch"]), (["namespaces"], ["list", "watch"])]
     assert sorted(r["metadata"]["namespace"] for r in by_kind(namespaced, "Role")) == [
@@ -185,8 +194,7 @@ def test_operator_holds_what_it_grants_and_nothing_broad(values):
     """RBAC lets a ServiceAccount create a Role only with permissions it holds itself."""
     objects = render(**values)
     # Where the operator creates the runners' Roles: the watched namespace's Role, or cluster-wide.
-    [granting] = ([r for r in by_kind(objects, "Role") if not r["metadata"]["name"].endswith("-leader-election")]
-                  or by_kind(objects, "ClusterRole"))
+    [granting] = operator_roles(objects, "Role") or operator_roles(objects, "ClusterRole")
     runner_role = next(o for o in plan.rbac_objects("x", api.DatasetGenerationSpec.model_validate(manifest()["spec"]))
                        if o["kind"] == "Role")
     missing = [(g, res, v) for rule in runner_role["rules"] for g in rule["apiGroups"] for res in rule["resources"]
@@ -226,7 +234,7 @@ def test_rendered_chart_passes_server_side_dry_run(cluster, crd, release_namespa
     rendered = helm("template", "dry-run", str(CHART), "--include-crds", "--namespace", release_namespace, *OUR_IMAGE,
                     *set_args(values)).stdout
     proc = subprocess.run([tool("kubectl"), "--kubeconfig", str(cluster.kubeconfig), "apply", "--server-side",
-                           "--dry-run=server", "--field-manager=chart-test", "-f", "-"],
+                           "--dry-run=server", "--force-conflicts", "--field-manager=chart-test", "-f", "-"],
                           input=rendered, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     kinds = {line.split()[0].split("/")[0] for line in proc.stdout.splitlines()}
@@ -244,7 +252,8 @@ class Release:
 @pytest.fixture(scope="module")
 def release(cluster, crd, release_namespace):
     name = "draftgen"
-    helm("install", name, str(CHART), "--namespace", release_namespace, *OUR_IMAGE, kubeconfig=cluster.kubeconfig)
+    helm("install", name, str(CHART), "--namespace", release_namespace, *OUR_IMAGE, *SHARED_CRD,
+         kubeconfig=cluster.kubeconfig)
     yield Release(name, release_namespace, service_account=name)
     helm("uninstall", name, "--namespace", release_namespace, kubeconfig=cluster.kubeconfig)
 
@@ -267,6 +276,41 @@ def test_install_creates_the_operator_and_its_rbac(cluster, k8s, release):
              "the operator's pod, admitted under the restricted Pod Security Standard", cluster)
 
 
+def test_namespace_users_with_edit_create_datasetgenerations_and_with_view_only_read_them(cluster, k8s, release,
+                                                                                       namespace):
+    """The chart's user roles, folded into Kubernetes' `edit` and `view` by the clusterrole-aggregation
+    controller: no RBAC written for the users beyond binding the default roles, as any namespace has."""
+    core, rbac = client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
+    for user, role in (("alice", "edit"), ("bob", "view")):
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": user}})
+        rbac.create_namespaced_role_binding(namespace, {
+            "metadata": {"name": user}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                    "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": namespace}]})
+
+    def as_user(user: str) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(token_client(cluster, service_account_token(k8s, namespace, user)))
+
+    def aggregated(role: str, verb: str) -> bool:
+        rules = rbac.read_cluster_role(role).rules or []
+        return any("datasetgenerations" in (r.resources or []) and verb in r.verbs for r in rules)
+    wait_for(lambda: aggregated("edit", "create") and aggregated("view", "list"), 30,
+             "the chart's user roles folded into edit and view", cluster)
+    alice, bob = as_user("alice"), as_user("bob")
+    alice.create_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, manifest("mine"))
+    alice.patch_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "mine",
+                                         {"spec": {"suspend": True}})
+    assert [o["metadata"]["name"] for o in bob.list_namespaced_custom_object(
+        names.GROUP, names.VERSION, namespace, names.PLURAL)["items"]] == ["mine"]
+    with pytest.raises(client.ApiException) as refused:
+        bob.create_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, manifest("theirs"))
+    assert refused.value.status == 403
+    with pytest.raises(client.ApiException) as refused:
+        bob.delete_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "mine")
+    assert refused.value.status == 403
+    alice.delete_namespaced_custom_object(names.GROUP, names.VERSION, namespace, names.PLURAL, "mine")
+
+
 def test_install_refuses_a_bad_value_and_creates_nothing(cluster, k8s, release_namespace):
     proc = helm("install", "refused", str(CHART), "--namespace", release_namespace, *OUR_IMAGE, "--set", "replicas=two",
                 kubeconfig=cluster.kubeconfig, check=False)
@@ -285,7 +329,7 @@ def operator_identity(request, cluster, k8s, release, namespace):
     if request.param == "cluster-wide":
         yield release.namespace, release.service_account, None
         return
-    helm("install", "scoped", str(CHART), "--namespace", release.namespace, *OUR_IMAGE,
+    helm("install", "scoped", str(CHART), "--namespace", release.namespace, *OUR_IMAGE, *SHARED_CRD,
          "--set", f"watchNamespaces={{{namespace}}}",
          kubeconfig=cluster.kubeconfig)
     yield release.namespace, "scoped-draftgen", namespace

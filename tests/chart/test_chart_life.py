@@ -15,7 +15,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
-from tests.chart.conftest import CHART, IMAGE_REPOSITORY, helm, set_args, tool
+from tests.chart.conftest import CHART, IMAGE_REPOSITORY, SHARED_CRD, helm, set_args, tool
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 
@@ -23,6 +23,7 @@ from tests.manifests import manifest
 # paths (no `..` segments). Read from the repository's own history.
 PREVIOUS_VERSION, PREVIOUS_COMMIT = "0.1.0", "4ae4c4bfe00aeba7987114b17f09e3693cc57ac8"
 CRD_NAME = f"{names.PLURAL}.{names.GROUP}"
+CRD_FILE = CHART / "files" / f"{CRD_NAME}.yaml"
 
 
 def chart_version(chart) -> str:
@@ -51,10 +52,16 @@ def kubectl(cluster, *args: str) -> str:
     return proc.stdout
 
 
-def apply_crds(cluster, chart) -> None:
-    """The upgrade step Helm does not take (it never upgrades crds/): docs/chart.md."""
-    kubectl(cluster, "apply", "--server-side", "--force-conflicts", "--field-manager=draftgen-chart",
-            "-f", str(chart / "crds"))
+def apply_crd(cluster, path) -> None:
+    kubectl(cluster, "apply", "--server-side", "--force-conflicts", "--field-manager=draftgen-chart", "-f", str(path))
+
+
+def adopt_crd(cluster, release: str, namespace: str) -> None:
+    """The one step before upgrading from 0.1.0, whose CRD came from crds/ and so belongs to no
+    release: mark it as the release's, so Helm takes it over (docs/chart.md#upgrade)."""
+    kubectl(cluster, "label", "--overwrite", "crd", CRD_NAME, "app.kubernetes.io/managed-by=Helm")
+    kubectl(cluster, "annotate", "--overwrite", "crd", CRD_NAME, f"meta.helm.sh/release-name={release}",
+            f"meta.helm.sh/release-namespace={namespace}")
 
 
 def namespace_named(k8s, prefix: str) -> str:
@@ -74,7 +81,7 @@ def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, rele
     values = {"watchNamespaces": f"{{{watched}}}", "listenAddress": "$(POD_IP)", "image.repository": repository,
               "image.tag": tag}
     helm("install", "answers", str(CHART), "--namespace", release_namespace, "--wait", "--timeout", "90s",
-         *set_args(values), *local, kubeconfig=cluster.kubeconfig)
+         *set_args(values), *local, *SHARED_CRD, kubeconfig=cluster.kubeconfig)
     try:
         proc = helm("test", "answers", "--namespace", release_namespace, "--timeout", "300s",
                     kubeconfig=cluster.kubeconfig, check=False)
@@ -83,8 +90,9 @@ def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, rele
         assert "TEST SUITE:     answers-draftgen-test-answers" in proc.stdout and "Phase:          Succeeded" in proc.stdout
         assert "/healthz: answers" in said and "/metrics: answers" in said, said
         # Two replicas from the image, as the chart runs them: one holds the leader Lease.
+        selector = "app.kubernetes.io/instance=answers,app.kubernetes.io/name=draftgen"
         pods = {p.metadata.name for p in client.CoreV1Api(k8s).list_namespaced_pod(
-            release_namespace, label_selector="app.kubernetes.io/instance=answers,app.kubernetes.io/name=draftgen").items}
+            release_namespace, label_selector=selector).items}
         assert len(pods) == 2, pods
 
         def holder():
@@ -95,7 +103,7 @@ def test_helm_test_proves_the_installed_operator_answers(cluster, k8s, crd, rele
         helm("uninstall", "answers", "--namespace", release_namespace, "--wait", kubeconfig=cluster.kubeconfig)
 
 
-def test_upgrade_from_the_previous_version_applies_its_crd_and_uninstall_keeps_the_data(
+def test_upgrade_from_the_previous_version_upgrades_its_crd_and_uninstall_keeps_it_and_the_data(
         cluster, k8s, crd, release_namespace, tmp_path):
     old = previous_chart(tmp_path)
     assert chart_version(CHART) != PREVIOUS_VERSION
@@ -105,15 +113,17 @@ def test_upgrade_from_the_previous_version_applies_its_crd_and_uninstall_keeps_t
     create = lambda body: custom.create_namespaced_custom_object(  # noqa: E731
         names.GROUP, names.VERSION, watched, names.PLURAL, body)
     values = set_args({"watchNamespaces": f"{{{watched}}}", **IMAGE_REPOSITORY})
-    apply_crds(cluster, old)  # the cluster as version 0.1.0 left it
+    apply_crd(cluster, old / "crds")  # the cluster as version 0.1.0 left it
     try:
         helm("install", "life", str(old), "--namespace", release_namespace, *values, kubeconfig=cluster.kubeconfig)
         climbing = manifest("climbing")
         climbing["spec"]["output"]["path"] = "../elsewhere"
         create(climbing)  # the old CRD has no rule against it
 
-        apply_crds(cluster, CHART)
-        helm("upgrade", "life", str(CHART), "--namespace", release_namespace, *values, kubeconfig=cluster.kubeconfig)
+        adopt_crd(cluster, "life", release_namespace)
+        # --force-conflicts: Helm 4 applies server-side, and the CRD's fields are whoever created it's.
+        helm("upgrade", "life", str(CHART), "--namespace", release_namespace, "--force-conflicts", *values,
+             kubeconfig=cluster.kubeconfig)
         history = yaml.safe_load(helm("history", "life", "--namespace", release_namespace, "--output", "yaml",
                                       kubeconfig=cluster.kubeconfig).stdout)
         assert [h["chart"] for h in history] == [f"draftgen-{PREVIOUS_VERSION}", f"draftgen-{chart_version(CHART)}"]
@@ -130,9 +140,10 @@ def test_upgrade_from_the_previous_version_applies_its_crd_and_uninstall_keeps_t
         (data / "keep.txt").write_text("a run's data")
         helm("uninstall", "life", "--namespace", release_namespace, "--wait", kubeconfig=cluster.kubeconfig)
     finally:
-        apply_crds(cluster, CHART)
-    # Left: the CRD (Helm never deletes crds/), the DatasetGenerations, the volumes and their data.
-    client.ApiextensionsV1Api(k8s).read_custom_resource_definition(CRD_NAME)
+        apply_crd(cluster, CRD_FILE)  # whatever happened, the other tests' CRD is this version's
+    # Left: the CRD (helm.sh/resource-policy: keep), the DatasetGenerations, the volumes and their data.
+    kept = client.ApiextensionsV1Api(k8s).read_custom_resource_definition(CRD_NAME)
+    assert kept.metadata.annotations["helm.sh/resource-policy"] == "keep"
     custom.get_namespaced_custom_object(names.GROUP, names.VERSION, watched, names.PLURAL, "climbing")
     client.CoreV1Api(k8s).read_namespaced_persistent_volume_claim("data", watched)
     assert (data / "keep.txt").read_text() == "a run's data"

@@ -97,8 +97,8 @@ def test_the_monitoring_objects_are_valid_for_the_prometheus_operators_crds(clus
                         f"crd/{kind}.monitoring.coreos.com"], check=True, capture_output=True, timeout=90)
     rendered = helm("template", "monitored", str(CHART), "--namespace", release_namespace,
                     *set_args({**IMAGE_REPOSITORY, **EVERYTHING})).stdout
-    proc = subprocess.run([*kubectl, "apply", "--server-side", "--dry-run=server", "--field-manager=chart-test",
-                           "-f", "-"], input=rendered, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([*kubectl, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+                           "--field-manager=chart-test", "-f", "-"], input=rendered, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     kinds = {line.split()[0].split("/")[0] for line in proc.stdout.splitlines()}
     assert {"podmonitor.monitoring.coreos.com", "servicemonitor.monitoring.coreos.com",

@@ -13,7 +13,8 @@ def test_every_value_has_a_comment_and_the_schema_and_the_table_say_the_same():
     schema = json.loads(chart_values.SCHEMA.read_text())
     assert chart_values.problems(values_text, schema) == []
     assert schema == chart_values.described(values_text, schema), (
-        "values.schema.json's descriptions differ from values.yaml's comments: python -m draftgen_dev.chart_values --write")
+        "values.schema.json's descriptions differ from values.yaml's comments: "
+        "python -m draftgen_dev.chart_values --write")
     doc = chart_values.DOC.read_text()
     assert doc == chart_values.documented(doc, values_text, schema), (
         "docs/chart.md's values table is stale: python -m draftgen_dev.chart_values --write")
