@@ -7,6 +7,7 @@ import json
 
 import re
 import subprocess
+import tarfile
 from dataclasses import dataclass
 
 import pytest
@@ -118,8 +119,8 @@ def test_deployment_runs_two_operators_one_leading_with_its_settings():
     assert (env["DRAFTGEN_RUNNER_IMAGE"], env["DRAFTGEN_FOLD_INTERVAL"], env["DRAFTGEN_EXTRA_POD_LABELS"]) == (
         "runner:1", "5", "a=x,b=y")
     assert env["DRAFTGEN_VOLUME_FULL_RETRY"] == "300"  # a stage a full volume stopped is tried again every 5 minutes
-    assert container["livenessProbe"]["httpGet"] == container["readinessProbe"]["httpGet"] == {
-        "path": "/healthz", "port": "healthz"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "metrics"}  # a standby's too: it is ready
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     spread = spec["template"]["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert spread[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
@@ -224,6 +225,20 @@ def test_service_monitor_scrapes_the_metrics_service():
     proc = helm("template", "draftgen", str(CHART), *OUR_IMAGE, check=False,
                 *set_args({"metrics.serviceMonitor.enabled": "true", "metrics.service.enabled": "false"}))
     assert proc.returncode != 0 and "metrics.service.enabled" in proc.stderr
+
+
+def test_the_packaged_chart_lints_and_renders_as_its_folder(tmp_path):
+    """`helm package` makes what a chart repository or an OCI registry serves (`helm push`)."""
+    helm("package", str(CHART), "--destination", str(tmp_path))
+    [package] = tmp_path.glob("*.tgz")
+    assert package.name == f"draftgen-{yaml.safe_load((CHART / 'Chart.yaml').read_text())['version']}.tgz"
+    with tarfile.open(package) as tar:
+        packed = {name.removeprefix("draftgen/") for name in tar.getnames()}
+    assert {"Chart.yaml", "values.yaml", "values.schema.json", "files/alerts.yaml",
+            "files/datasetgenerations.draftgen.io.yaml", "templates/crd.yaml"} <= packed, packed
+    helm("lint", "--strict", str(package), *OUR_IMAGE)
+    assert (helm("template", "x", str(package), *OUR_IMAGE).stdout
+            == helm("template", "x", str(CHART), *OUR_IMAGE).stdout)
 
 
 # --- on the session's control plane ------------------------------------------------------------------

