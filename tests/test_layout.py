@@ -46,3 +46,14 @@ def test_every_path_in_the_readmes_table_exists():
         assert full.exists(), path
         base = full.parent if full.is_file() else full
     assert len(paths) > 10
+
+
+def test_the_readme_is_a_map_that_indexes_every_doc():
+    """A newcomer reads it in minutes: short, no paragraph-long lines, measurements kept in docs/;
+    and its index of the docs by question names every file in docs/."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme) <= 16_000, f"README.md is {len(readme)} characters: move detail into docs/"
+    assert not [n for n, line in enumerate(readme.splitlines(), 1) if len(line) > 400]
+    index = readme.split("## The docs, by question", 1)[1].split("\n## ", 1)[0]
+    unlisted = [p.name for p in sorted((REPO / "docs").glob("*.md")) if f"(docs/{p.name})" not in index]
+    assert not unlisted, f"docs missing from the README's index: {unlisted}"

@@ -123,8 +123,8 @@ def _go() -> str:
     if not go:
         raise BuildError(
             "The Go toolchain (go 1.26 or newer) is needed to build the local Kubernetes control plane "
-            "from its Go modules, and `go` is not on PATH. Install Go, or point KUBECONFIG at an "
-            "existing cluster and run with DRAFTGEN_KUBECONFIG set (see README)."
+            "from its Go modules, and `go` is not on PATH. Install Go: `make demo` and `make test` "
+            "build their own control plane and never use another cluster (docs/testing.md)."
         )
     return go
 

@@ -22,7 +22,7 @@ from .install import PLATFORM_NAME, ensure_installed
 CPU_ARGS = ("--device", "cpu", "--attention-backend", "torch_native", "--max-total-tokens", "16384",
             "--sleep-on-idle")
 # The platform plugin, no CUDA device, and one OpenMP thread: torch's default of one thread per core
-# makes two servers on two cores spin against each other (bench/real_sglang_threads.py; the README
+# makes two servers on two cores spin against each other (bench/real_sglang_threads.py; docs/benchmarks.md
 # has the numbers).
 CPU_ENV = {"SGLANG_PLATFORM": PLATFORM_NAME, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
 STARTUP_TIMEOUT_S = 300.0
