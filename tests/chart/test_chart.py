@@ -382,7 +382,8 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
     # No local-kubelet label: KWOK plays the generation pods, nothing is run on this machine. With the
     # leader Lease, as the chart runs it: its Role lets the ServiceAccount take the Lease.
     operator = Operator(cluster, tmp_path, extra_env={"KUBECONFIG": str(kubeconfig), "DRAFTGEN_EXTRA_POD_LABELS": ""},
-                        args=("--leader-election", "--lease-namespace", sa_namespace, "--lease-name", service_account))
+                        args=("--leader-election", "--lease-namespace", sa_namespace, "--lease-name", service_account,
+                              "--log-format", "json"))
     operator.start(watched)
     try:
         wait_for(reconciled, 60, "the operator to create demo's children and set its phase", cluster)
@@ -398,6 +399,9 @@ def test_operator_with_only_the_charts_service_account_reconciles(cluster, k8s, 
 
         wait_for(suspended, 30, "the operator to delete demo's Jobs and post a Suspended event", cluster)
         assert_no_rbac_refusal(operator)
+        # The chart's logFormat json: every line one JSON object, kopf's and the Lease's included.
+        entries = [json.loads(line) for line in operator.log.read_text().splitlines() if line.strip()]
+        assert {"draftgen.lease", "kopf.activities.startup"} <= {e["logger"] for e in entries}
     except AssertionError as failure:
         raise AssertionError(f"{failure}\n--- the operator's log ends:\n{operator.log.read_text()[-3000:]}") from None
     finally:
