@@ -287,7 +287,7 @@ class Extraction(Model):
     shard_mb: int = Field(1024, ge=1, description="Target size of a safetensors shard.")
     exports: list[Literal["specforge", "speculators"]] = Field(
         default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"), description=(
-            "State exports for trainers, into hidden-states/exports/<kind>/: specforge needs finalState "
+            "State exports for trainers, into hidden-states/exports/<kind>/train/ and eval/: specforge needs finalState "
             "post-norm, speculators pre-norm (docs/formats.md#state-exports)."))
     gpus: int = Field(8, ge=0, le=64, description=(
         "nvidia.com/gpu of the extraction pod: on the GPU nodes (server's placement) when > 0, else on the CPU "

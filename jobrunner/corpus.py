@@ -4,9 +4,14 @@ A corpus directory holds JSON Lines shards `train-00000.jsonl`, `eval-00000.json
 `manifest.json`. Each line is one sample:
 
     {"sample_id": "ds/000000042", "dataset": "ds", "prompt_len": P, "finish_reason": "stop",
-     "truncated": false, "input_ids": [prompt ids..., response ids...], "loss_mask": [0]*P + [1]*R}
+     "truncated": false, "cut_at_budget": false, "input_ids": [prompt ids..., response ids...],
+     "loss_mask": [0]*P + [1]*R}
 
-with the source row's own id after `truncated` (`"source_id": "req-17"`) when its dataset gave one
+`cut_at_budget`: the response was cut where its replica's share of the budget was made
+(`atBudget: cut`), so it lacks its ending (its finish reason is `length`, its `truncated` flag the
+merge's policy's);
+
+with the source row's own id after `cut_at_budget` (`"source_id": "req-17"`) when its dataset gave one
 (a `fields.id` column, a batch request's custom_id: docs/inputs.md#ids).
 
 The manifest is the commit point: it is written last (temp file + rename) and readers open only the
@@ -36,13 +41,14 @@ def loss_mask(prompt_len: int, response_len: int) -> list[int]:
 
 
 def encode_record(sample_id: str, dataset: str, prompt_json: str, response_json: str, prompt_len: int,
-                  response_len: int, finish_reason: str, truncated: bool, source_id: str | None = None) -> bytes:
+                  response_len: int, finish_reason: str, truncated: bool, cut_at_budget: bool = False,
+                  source_id: str | None = None) -> bytes:
     """One corpus line, from the prompt's and the response's compact JSON arrays. Spliced by hand
     rather than json.dumps(dict): this is the merge's inner loop, and the token lists are serialised
     once; the result is the same canonical JSON either way (tests check it against json.loads)."""
     mask = ("0," * prompt_len + "1," * response_len)[:-1]
     head = json.dumps({"sample_id": sample_id, "dataset": dataset, "prompt_len": prompt_len,
-                       "finish_reason": finish_reason, "truncated": truncated,
+                       "finish_reason": finish_reason, "truncated": truncated, "cut_at_budget": cut_at_budget,
                        **({"source_id": source_id} if source_id is not None else {})}, separators=(",", ":"))
     return f'{head[:-1]},"input_ids":{prompt_json[:-1]},{response_json[1:]},"loss_mask":[{mask}]}}\n'.encode()
 

@@ -2,21 +2,24 @@
 
 Corpus exports (`jobrunner merge --export KIND`, into CORPUS/exports/KIND/):
 - `hf-parquet`: one Parquet file per corpus shard, for `datasets.load_dataset("parquet", ...)`.
-- `speculators-jsonl`: `{split}.jsonl` rows with `input_ids` + `loss_mask`, the pre-tokenized input
+- `speculators-jsonl`: `{split}.jsonl` rows with `input_ids` + `loss_mask` (and `sample_id`,
+  `truncated`, `cut_at_budget`, which its preparation leaves behind), the pre-tokenized input
   that vllm-project/speculators' `scripts/prepare_data.py --data FILE.jsonl` passes through unchanged
   (`_passthrough_pretokenized` in speculators/data_generation/preprocessing.py, seen at c05b95b).
 
-State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/), one file per sample in
-sample-id order, with `sample_ids.json` giving each file's sample:
+State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/SPLIT/, train and eval apart, so
+a trainer pointed at `train/` never sees the eval split), one file per sample in sample-id order, with
+`sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts:
 - `specforge`: `rows_{g:08d}-{g+1000:08d}/data_{i:08d}.ckpt` (torch.save) with `input_ids` [L],
   `loss_mask` [L], `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H], in bf16
-  (fp8 states dequantized): the keys SpecForge's offline reader requires. Its reader lists the files
+  (fp8 states dequantized): the keys SpecForge's offline reader requires; and `truncated`,
+  `cut_at_budget` (0-d bool tensors) it leaves alone. Its reader lists the files
   sorted by path (`list_feature_files` in specforge/runtime/data_plane/offline_reader.py, specforge
   0.2.0) and numbers them in that order, so the numbers are zero-padded: its file i is our file i.
 - `speculators`: the folder is the `datapath` of speculators' ArrowDataset (speculators/train/data.py,
   speculators 0.9.0): a `datasets` Arrow directory (`data-00000-of-00001.arrow`, `state.json` with
   the torch format its `torch.equal` of token ids needs, `dataset_info.json`) whose row i holds
-  `input_ids`, `loss_mask`, `seq_len` and `sample_id`, beside `hidden_states/hs_{i}.safetensors`
+  `input_ids`, `loss_mask`, `seq_len`, `sample_id`, `truncated` and `cut_at_budget`, beside `hidden_states/hs_{i}.safetensors`
   with `token_ids` [L] and `hidden_states` [L, K+1, H] (aux layers, then the pre-norm final state);
   fp8 states stay fp8 with `hidden_states_scales` [L, K+1, 1] for its FP8Transfer.
 """
@@ -67,7 +70,8 @@ def export_corpus(corpus_dir: str | os.PathLike, kind: str) -> Path:
         for split in corpus.SPLITS:
             with open(tmp / f"{split}.jsonl", "w") as f:
                 for r in corpus.iter_corpus(corpus_dir, split):
-                    f.write(json.dumps({"sample_id": r["sample_id"], "input_ids": r["input_ids"],
+                    f.write(json.dumps({"sample_id": r["sample_id"], "truncated": r["truncated"],
+                                        "cut_at_budget": r["cut_at_budget"], "input_ids": r["input_ids"],
                                         "loss_mask": r["loss_mask"]}, separators=(",", ":")) + "\n")
     else:
         raise ValueError(f"export {kind!r}: expected one of {CORPUS_EXPORTS}")
@@ -79,7 +83,7 @@ def _parquet(corpus_dir: Path, out: Path) -> None:
     import pyarrow.parquet as pq
 
     schema = pa.schema([("sample_id", pa.string()), ("dataset", pa.string()), ("prompt_len", pa.int32()),
-                        ("finish_reason", pa.string()), ("truncated", pa.bool_()),
+                        ("finish_reason", pa.string()), ("truncated", pa.bool_()), ("cut_at_budget", pa.bool_()),
                         ("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8())),
                         ("source_id", pa.string())])  # null where the row had no id of its own
     for shard in corpus.read_manifest(corpus_dir)["shards"]:
@@ -108,11 +112,17 @@ def speculators_tensors(ids, aux, final, sample: dict) -> dict:
     return states
 
 
-def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
-    import torch
-    from safetensors.torch import save_file
+def corpus_facts(corpus_dir: str | os.PathLike) -> dict[str, tuple[str, bool, bool]]:
+    """sample id -> (its split, truncated, cut_at_budget), from the corpus the states came from."""
+    return {r["sample_id"]: (split, r["truncated"], r.get("cut_at_budget", False))
+            for split in corpus.SPLITS for r in corpus.iter_corpus(corpus_dir, split)}
 
-    from jobrunner.hidden_states.store import INDEX_NAME, load_sample
+
+def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os.PathLike) -> Path:
+    """One complete trainer input per split, `exports/<kind>/train/` and `exports/<kind>/eval/`, so
+    the eval split never leaks into what a trainer is pointed at; `manifest.json` beside them lists
+    each split's samples and how many were truncated or cut at the budget."""
+    from jobrunner.hidden_states.store import INDEX_NAME
 
     states_dir = Path(states_dir)
     index = json.loads((states_dir / INDEX_NAME).read_text())
@@ -123,32 +133,56 @@ def export_states(states_dir: str | os.PathLike, kind: str) -> Path:
     if final_state != needed:
         raise ValueError(f"{kind} trains on the {needed} final state; these states hold {final_state} "
                          f"(extract again with --final-state {needed})")
+    facts = corpus_facts(corpus_dir)
     target = states_dir / "exports" / kind
     tmp = _fresh(target)
-    sample_ids = sorted(index["samples"])
-    rows = ArrowDatasetWriter(tmp) if kind == "speculators" else None
+    splits = {}
+    for split in corpus.SPLITS:
+        sample_ids = sorted(sid for sid in index["samples"] if facts[sid][0] == split)
+        if sample_ids:
+            (tmp / split).mkdir()
+            _export_split(states_dir, index, kind, sample_ids, facts, tmp / split)
+            splits[split] = {"folder": split, "samples": len(sample_ids), "sample_ids": f"{split}/sample_ids.json",
+                             "truncated": sum(facts[s][1] for s in sample_ids),
+                             "cut_at_budget": sum(facts[s][2] for s in sample_ids)}
+    (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "final_state": final_state, "splits": splits},
+                                                  indent=2))
+    return _commit(tmp, target)
+
+
+def _export_split(states_dir: Path, index: dict, kind: str, sample_ids: list[str],
+                  facts: dict[str, tuple[str, bool, bool]], out: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    from jobrunner.hidden_states.store import load_sample
+
+    rows = ArrowDatasetWriter(out) if kind == "speculators" else None
     for i, sid in enumerate(sample_ids):
         # SpecForge reads bf16 states; speculators' FP8Transfer dequantizes fp8 values and scales itself.
         s = load_sample(states_dir, sid, index, dequantize=kind == "specforge")
         ids, mask = s["input_ids"].to(torch.int64), s["loss_mask"].to(torch.int64)
         aux, final = s["aux_hidden_states"], s["final_hidden_state"]
+        _, truncated, cut = facts[sid]
         if kind == "specforge":
             group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
-            folder = tmp / f"rows_{group:08d}-{group + SPECFORGE_GROUP:08d}"
+            folder = out / f"rows_{group:08d}-{group + SPECFORGE_GROUP:08d}"
             folder.mkdir(exist_ok=True)
             # clone(): torch.save writes a view's whole storage, here the whole shard the sample was read
-            # from, into every file (measured: 2.9 MB a file for 0.1 MB of states).
+            # from, into every file (measured: 2.9 MB a file for 0.1 MB of states). The two flags ride
+            # along as 0-d tensors; SpecForge's loader reads only the keys it names.
             tensors = {"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
-                       "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0)}
+                       "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0),
+                       "truncated": torch.tensor(truncated), "cut_at_budget": torch.tensor(cut)}
             torch.save({k: t.clone() for k, t in tensors.items()}, folder / f"data_{i:08d}.ckpt")
         else:
-            (tmp / "hidden_states").mkdir(exist_ok=True)
-            save_file(speculators_tensors(ids, aux, final, s), str(tmp / "hidden_states" / f"hs_{i}.safetensors"))
-            rows.add({"sample_id": sid, "input_ids": ids.tolist(), "loss_mask": mask.tolist(), "seq_len": len(ids)})
+            (out / "hidden_states").mkdir(exist_ok=True)
+            save_file(speculators_tensors(ids, aux, final, s), str(out / "hidden_states" / f"hs_{i}.safetensors"))
+            rows.add({"sample_id": sid, "input_ids": ids.tolist(), "loss_mask": mask.tolist(), "seq_len": len(ids),
+                      "truncated": truncated, "cut_at_budget": cut})
     if rows is not None:
         rows.close()
-    (tmp / "sample_ids.json").write_text(json.dumps(sample_ids))
-    return _commit(tmp, target)
+    (out / "sample_ids.json").write_text(json.dumps(sample_ids))
 
 
 ARROW_FILE = "data-00000-of-00001.arrow"
@@ -161,13 +195,14 @@ class ArrowDatasetWriter:
     `state.json` naming it, with the format rows are returned in (torch, as speculators' prepare_data
     sets before it saves); `dataset_info.json` (the features are inferred from the stream's schema)."""
 
-    SCHEMA = (("sample_id", "string"), ("input_ids", "ids"), ("loss_mask", "ids"), ("seq_len", "int64"))
+    SCHEMA = (("sample_id", "string"), ("input_ids", "ids"), ("loss_mask", "ids"), ("seq_len", "int64"),
+              ("truncated", "bool"), ("cut_at_budget", "bool"))
 
     def __init__(self, directory: Path):
         import pyarrow as pa
 
         self._pa = pa
-        types = {"string": pa.string(), "ids": pa.list_(pa.int64()), "int64": pa.int64()}
+        types = {"string": pa.string(), "ids": pa.list_(pa.int64()), "int64": pa.int64(), "bool": pa.bool_()}
         self.schema = pa.schema([(name, types[kind]) for name, kind in self.SCHEMA])
         self.directory = directory
         self._sink = pa.OSFile(str(directory / ARROW_FILE), "wb")

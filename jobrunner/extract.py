@@ -287,7 +287,7 @@ def main(args: argparse.Namespace) -> int:
             from jobrunner.exports import export_states
 
             for kind in args.export:
-                print(f"extract: export {kind} -> {export_states(args.out, kind)}")
+                print(f"extract: export {kind} -> {export_states(args.out, kind, args.corpus)}")
     except Exception as e:
         if ran_out_of_room(e, Path(args.out)):
             say_on_stderr(f"jobrunner extract: {stop_for_room(Path(args.out), args.export, publisher(args.report_configmap))}")

@@ -237,7 +237,8 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
             key = content_key(*arrays, settings.seed)
             source_id = rec.get("source_id") if isinstance(rec.get("source_id"), str) else None
             line = corpus.encode_record(rec["sample_id"], dataset, prompt_json, response_json, len(prompt),
-                                        len(response), rec["finish_reason"], truncated, source_id)
+                                        len(response), rec["finish_reason"], truncated,
+                                        rec.get("cut_at_budget") is True, source_id)
             head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
             bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
     except (json.JSONDecodeError, UnicodeDecodeError):

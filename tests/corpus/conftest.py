@@ -29,7 +29,8 @@ def write_generation(root, records_by_part: dict[tuple[str, int], list[dict]]) -
 
 
 def synthetic_generation(root, datasets=("code", "math"), rows=60, replicas=2, seed=0) -> dict[str, list[dict]]:
-    """Deterministic varied output: lengths 1..40, every 7th row truncated; returns records by dataset."""
+    """Deterministic varied output: lengths 1..40, every 7th row truncated (every 14th cut at the budget);
+    returns records by dataset."""
     import random
 
     rnd = random.Random(seed)
@@ -40,6 +41,8 @@ def synthetic_generation(root, datasets=("code", "math"), rows=60, replicas=2, s
             prompt = [rnd.randrange(1, 1000) for _ in range(rnd.randint(1, 30))]
             response = [rnd.randrange(1, 1000) for _ in range(rnd.randint(1, 40))]
             rec = generation_record(d, row, prompt, response, "length" if row % 7 == 3 else "stop")
+            if row % 14 == 3:  # half the length-finished ones: cut at the budget (atBudget: cut)
+                rec.update(cut_at_budget=True, cut={"generated": len(response), "estimated": len(response)})
             by_part.setdefault((d, row % replicas), []).append(rec)
             by_dataset.setdefault(d, []).append(rec)
     write_generation(root, by_part)

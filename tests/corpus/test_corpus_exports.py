@@ -35,6 +35,10 @@ def test_speculators_jsonl(corpus_dir):
     rows = [json.loads(line) for line in open(out / "train.jsonl")]
     want = list(corpus.iter_corpus(corpus_dir, "train"))
     assert [(r["input_ids"], r["loss_mask"]) for r in rows] == [(r["input_ids"], r["loss_mask"]) for r in want]
+    # What the corpus knows of each response stays, to filter by: cut at the budget, truncated.
+    assert [(r["sample_id"], r["truncated"], r["cut_at_budget"]) for r in rows] == [
+        (r["sample_id"], r["truncated"], r["cut_at_budget"]) for r in want]
+    assert any(r["cut_at_budget"] for r in rows)
 
 
 @pytest.mark.parametrize("kind, final_state", [("specforge", "post-norm"), ("speculators", "pre-norm")])
@@ -44,10 +48,11 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
     index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state=final_state, log=lambda *_: None)
     other = "speculators" if kind == "specforge" else "specforge"
     with pytest.raises(ValueError, match="final state"):
-        exports.export_states(out, other)
-    exp = exports.export_states(out, kind)
+        exports.export_states(out, other, corpus_dir)
+    exp = exports.export_states(out, kind, corpus_dir) / "train"
     ids = json.loads((exp / "sample_ids.json").read_text())
     assert ids == sorted(index["samples"])
+    facts = exports.corpus_facts(corpus_dir)
     for i, sid in enumerate(ids):
         s = load_sample(out, sid, index)
         if kind == "specforge":
@@ -55,6 +60,7 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
             assert torch.equal(d["input_ids"], s["input_ids"]) and d["loss_mask"].tolist() == s["loss_mask"].tolist()
             assert torch.equal(d["hidden_state"][0], s["final_hidden_state"])
             assert torch.equal(d["aux_hidden_state"][0].reshape(-1, 3, 64), s["aux_hidden_states"])
+            assert (bool(d["truncated"]), bool(d["cut_at_budget"])) == facts[sid][1:]
         else:
             from safetensors.torch import load_file
 
@@ -74,6 +80,7 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
         rows = pa.ipc.open_stream(pa.memory_map(str(exp / "data-00000-of-00001.arrow"))).read_all().to_pylist()
         assert [r["sample_id"] for r in rows] == ids
         assert [r["seq_len"] for r in rows] == [index["samples"][sid]["length"] for sid in ids]
+        assert [(r["truncated"], r["cut_at_budget"]) for r in rows] == [facts[sid][1:] for sid in ids]
 
 
 def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_dir, tmp_path):
@@ -84,7 +91,7 @@ def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_
         out = tmp_path / kind
         index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state=final_state,
                         log=lambda *_: None)
-        exp = exports.export_states(out, kind)
+        exp = exports.export_states(out, kind, corpus_dir) / "train"
         sid = sorted(index["samples"])[0]
         s = load_sample(out, sid, index)
         if kind == "speculators":
@@ -95,3 +102,25 @@ def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_
         else:
             d = torch.load(exp / "rows_00000000-00001000" / "data_00000000.ckpt")
             assert d["hidden_state"].dtype == torch.bfloat16 and torch.equal(d["hidden_state"][0], s["final_hidden_state"])
+
+
+def test_state_exports_keep_the_splits_apart_and_say_what_each_holds(corpus_dir, tmp_path):
+    """States of both splits: the trainer's folder (train/) holds no eval sample; the manifest counts
+    each split's samples, truncated and cut at the budget."""
+    model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
+    out = tmp_path / "states"
+    index = extract(corpus_dir, out, model, splits=list(corpus.SPLITS), dtype="fp32", final_state="post-norm",
+                    log=lambda *_: None)
+    exp = exports.export_states(out, "specforge", corpus_dir)
+    manifest = json.loads((exp / "manifest.json").read_text())
+    by_split = {split: json.loads((exp / split / "sample_ids.json").read_text()) for split in corpus.SPLITS}
+    for split, ids in by_split.items():
+        rows = list(corpus.iter_corpus(corpus_dir, split))
+        assert ids == sorted(r["sample_id"] for r in rows) and ids
+        assert manifest["splits"][split] == {"folder": split, "samples": len(ids),
+                                             "sample_ids": f"{split}/sample_ids.json",
+                                             "truncated": sum(r["truncated"] for r in rows),
+                                             "cut_at_budget": sum(r["cut_at_budget"] for r in rows)}
+        assert len(list((exp / split).rglob("data_*.ckpt"))) == len(ids)
+    assert sorted(by_split["train"] + by_split["eval"]) == sorted(index["samples"])
+    assert sum(m["cut_at_budget"] for m in manifest["splits"].values()) > 0

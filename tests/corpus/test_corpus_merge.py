@@ -72,9 +72,10 @@ def test_split_fraction_is_close_and_follows_the_seed():
 # --- the corpus ------------------------------------------------------------------------------------
 
 def test_encoded_line_is_canonical_json():
-    line = corpus.encode_record("d/000000001", "d", "[1,2]", "[3]", 2, 1, "length", True)
+    line = corpus.encode_record("d/000000001", "d", "[1,2]", "[3]", 2, 1, "length", True, True)
     assert json.loads(line) == {"sample_id": "d/000000001", "dataset": "d", "prompt_len": 2, "finish_reason": "length",
-                                "truncated": True, "input_ids": [1, 2, 3], "loss_mask": [0, 0, 1]}
+                                "truncated": True, "cut_at_budget": True, "input_ids": [1, 2, 3],
+                                "loss_mask": [0, 0, 1]}
     assert line == (json.dumps(json.loads(line), separators=(",", ":")) + "\n").encode()
 
 
@@ -82,12 +83,13 @@ def test_records_carry_whole_sequence_and_mask(gen_root):
     by_dataset = synthetic_generation(gen_root.parent / "again")  # the same records as gen_root holds
     _, records = run_merge(gen_root, truncated="keep", eval_fraction=0.0)
     source = {r["sample_id"]: r for rs in by_dataset.values() for r in rs}
-    assert len(records) == len(source)
+    assert len(records) == len(source) and any(r["cut_at_budget"] for r in records)
     for r in records:
         g = source[r["sample_id"]]
         assert r["input_ids"] == g["input_ids"] + g["output_ids"]
         assert r["loss_mask"] == [0] * len(g["input_ids"]) + [1] * len(g["output_ids"])
         assert r["prompt_len"] == len(g["input_ids"])
+        assert r["cut_at_budget"] is bool(g.get("cut_at_budget"))  # kept: a trainer may leave them out
         assert r["dataset"] == g["dataset"] and r["finish_reason"] == g["finish_reason"]
         assert r["truncated"] is False
 

@@ -190,7 +190,7 @@ def check_the_quickstart(r, k8s, cluster, draftgen_image, metrics_port, liveness
     assert all(s["server_version"] == SIM_VERSION and s["model"]["config.json"] for s in sessions)
     assert index["provenance"]["model_matches_generation"] is True
     assert {p.name for p in (r.data / "qs" / "corpus" / "exports").iterdir()} == {"hf-parquet", "speculators-jsonl"}
-    assert (r.data / "qs" / "hidden-states" / "exports" / "specforge" / "sample_ids.json").exists()
+    assert (r.data / "qs" / "hidden-states" / "exports" / "specforge" / "train" / "sample_ids.json").exists()
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "True" and conditions["Succeeded"]["status"] == "True"
     assert status["observedGeneration"] == r.get()["metadata"]["generation"]

@@ -31,6 +31,7 @@ from draftgen import cli
 from draftgen_dev.demo_assets import build_model, write_datasets
 from jobrunner import corpus
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
+from jobrunner.output import iter_records, record_files
 from tests.local_run.conftest import quickstart, write_spec
 
 from .trainer_packages import use_trainer_packages
@@ -64,10 +65,19 @@ def corpus_rows(corpus_dir: Path, split: str | None = None) -> list[dict]:
 
 
 def states(states_dir: Path) -> tuple[dict, list[str]]:
-    """The shards' index, and the sample ids in export order (sample_ids.json)."""
+    """The shards' index, and the train split's sample ids in export order (train/sample_ids.json)."""
     index = json.loads((states_dir / INDEX_NAME).read_text())
+    return index, json.loads((export_of(states_dir, index) / "sample_ids.json").read_text())
+
+
+def export_of(states_dir: Path, index: dict, split: str = "train") -> Path:
+    """What a trainer is pointed at: the export's train split (the eval split is a folder beside it)."""
     kind = "specforge" if index["run"]["final_state"] == "post-norm" else "speculators"
-    return index, json.loads((states_dir / "exports" / kind / "sample_ids.json").read_text())
+    return states_dir / "exports" / kind / split
+
+
+def train_ids(run) -> list[str]:
+    return sorted(r["sample_id"] for r in corpus_rows(run["corpus"], "train"))
 
 
 def test_datasets_loads_the_parquet_export_row_for_row(run):
@@ -101,8 +111,8 @@ def test_specforge_reads_every_sample_in_draftgens_order_with_its_tensors(run):
     from specforge.runtime.data_plane.offline_reader import OfflineManifestReader
 
     index, sample_ids = states(run["specforge"])
-    refs = OfflineManifestReader(str(run["specforge"] / "exports" / "specforge"), max_len=MAX_LEN).read()
-    assert len(refs) == len(sample_ids) == len(index["samples"]) > 10  # past data_9: the order is numeric
+    refs = OfflineManifestReader(str(export_of(run["specforge"], index)), max_len=MAX_LEN).read()
+    assert sample_ids == train_ids(run) and len(refs) == len(sample_ids) > 10  # past data_9: the order is numeric
     for ref in refs:
         sid = sample_ids[ref.metadata["file_index"]]
         ours = load_sample(run["specforge"], sid, index)
@@ -123,10 +133,10 @@ def test_speculators_arrow_dataset_reads_every_sample_with_its_tensors(run, dtyp
 
     states_dir = run[f"speculators-{dtype}"]
     index, sample_ids = states(states_dir)
-    export = states_dir / "exports" / "speculators"
+    export = export_of(states_dir, index)
     transfer = (FP8Transfer if dtype == "fp8" else FileTransfer)(export / "hidden_states")
     dataset = ArrowDataset(MAX_LEN, export, transfer=transfer, on_missing="raise")
-    assert len(dataset) == len(sample_ids) == len(index["samples"])
+    assert sample_ids == train_ids(run) and len(dataset) == len(sample_ids)
     bf16_index, _ = states(run["speculators-bf16"])
     for i, sid in enumerate(sample_ids):
         item = dataset[i]  # a SampleUnavailable when the token ids disagree with the dataset's
@@ -144,6 +154,38 @@ def test_speculators_arrow_dataset_reads_every_sample_with_its_tensors(run, dtyp
     batch = CollateFn(MAX_LEN, hidden_size=64)([dataset[0], dataset[1]])
     assert batch["hidden_states"].shape == (1, MAX_LEN, 3 * 64)
     assert int(batch["document_ids"].max()) == 1
+
+
+def test_responses_cut_at_the_budget_are_marked_in_the_corpus_and_in_every_export(run):
+    """The quickstart cuts responses at its budgets (atBudget: cut); each export says which, so a user
+    can leave them out of training."""
+    import pyarrow as pa
+    from datasets import load_dataset
+
+    root = run["corpus"].parent
+    cut = {r["sample_id"] for f in record_files(str(root)) for r in iter_records(f) if r.get("cut_at_budget")}
+    assert cut, "the quickstart cut no response at its budgets"
+    assert {r["sample_id"] for r in corpus_rows(run["corpus"]) if r["cut_at_budget"]} == cut
+    parquet = load_dataset("parquet", data_files=str(run["corpus"] / "exports" / "hf-parquet" / "*.parquet"),
+                           split="train")
+    assert {r["sample_id"] for r in parquet if r["cut_at_budget"]} == cut
+    jsonl = [json.loads(line) for split in corpus.SPLITS
+             for line in open(run["corpus"] / "exports" / "speculators-jsonl" / f"{split}.jsonl")]
+    assert {r["sample_id"] for r in jsonl if r["cut_at_budget"]} == cut
+    specforge = run["specforge"] / "exports" / "specforge"
+    manifest = json.loads((specforge / "manifest.json").read_text())
+    flagged = set()
+    for split in manifest["splits"]:
+        ids = json.loads((specforge / split / "sample_ids.json").read_text())
+        for path in sorted((specforge / split).rglob("data_*.ckpt")):
+            if bool(torch.load(path)["cut_at_budget"]):
+                flagged.add(ids[int(path.stem.removeprefix("data_"))])
+    assert flagged == cut
+    arrow = run["speculators-bf16"] / "exports" / "speculators"
+    rows = [r for split in manifest["splits"] for r in pa.ipc.open_stream(
+        pa.memory_map(str(arrow / split / "data-00000-of-00001.arrow"))).read_all().to_pylist()]
+    assert {r["sample_id"] for r in rows if r["cut_at_budget"]} == cut
+    assert sum(m["cut_at_budget"] for m in manifest["splits"].values()) == len(cut)
 
 
 def test_jobrunner_validate_passes_every_state_folder(run):
