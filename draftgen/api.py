@@ -259,6 +259,11 @@ class Merge(Model):
     seed: int = Field(0, description="Seed of the shuffle and the train/eval split.")
     eval_fraction: float = Field(0.01, ge=0, lt=1, description="Share of samples in the eval split.")
     shard_records: int = Field(100000, ge=1, description="Records per output shard.")
+    draft_vocab_size: int = Field(32000, ge=0, le=1_000_000, description=(
+        "Size of the EAGLE-3 draft vocabulary: the merge counts the train split's trainable tokens and, when the "
+        "target's vocabulary is larger, writes the d2t/t2d maps of its most frequent tokens in SpecForge's and "
+        "speculators' own files, into corpus/vocab/ (docs/formats.md#the-draft-vocabulary). 0: counts only. 32000 "
+        "is both trainers' default."))
     exports: list[Literal["hf-parquet", "speculators-jsonl"]] = Field(
         default_factory=list, max_length=2, json_schema_extra=k8s(list_type="set"),
         description="Corpus exports for trainers, into corpus/exports/<kind>/ (docs/formats.md#corpus-exports).")

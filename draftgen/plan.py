@@ -370,6 +370,7 @@ def merge_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
     return ["jobrunner", "merge", "--output-root", root, "--corpus-dir", f"{root}/corpus",
             "--truncated", m.truncated, "--seed", str(m.seed), "--eval-fraction", str(m.eval_fraction),
             "--shard-records", str(m.shard_records), "--dedupe" if m.dedupe else "--no-dedupe",
+            "--draft-vocab-size", str(m.draft_vocab_size), "--model", spec.model.checkpoint_path(),
             *[a for kind in m.exports for a in ("--export", kind)]]
 
 
@@ -420,11 +421,13 @@ def merge_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSett
     container = {
         "name": "merge", "image": spec.runner_image or settings.runner_image, "command": merge_command(name, spec),
         "resources": resources(m.resources),
-        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT}],
+        # The model for its config.json alone: the target's vocabulary size sizes the draft maps.
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True}],
     }
-    # The merge only reads and writes the volume: no API token in its pod.
+    # The merge only reads and writes the volumes: no API token in its pod.
     pod_spec = {"serviceAccountName": names.service_account_name(name), "automountServiceAccountToken": False,
-                "containers": [container], "volumes": _volumes(name, spec, model=False, config=None, shm=False),
+                "containers": [container], "volumes": _volumes(name, spec, model=True, config=None, shm=False),
                 **placement(spec, gpu=False)}
     return _job(name, names.merge_job_name(name), "merge", spec, settings, pod_spec)
 

@@ -9,7 +9,9 @@ Corpus exports (`jobrunner merge --export KIND`, into CORPUS/exports/KIND/):
 
 State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/SPLIT/, train and eval apart, so
 a trainer pointed at `train/` never sees the eval split), one file per sample in sample-id order, with
-`sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts:
+`sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts;
+the merge's draft-vocabulary files (jobrunner/vocabulary.py) go where each trainer looks for them
+(`_with_vocabulary`):
 - `specforge`: `rows_{g:08d}-{g+1000:08d}/data_{i:08d}.ckpt` (torch.save) with `input_ids` [L],
   `loss_mask` [L], `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H], in bf16
   (fp8 states dequantized): the keys SpecForge's offline reader requires; and `truncated`,
@@ -145,9 +147,27 @@ def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os
             splits[split] = {"folder": split, "samples": len(sample_ids), "sample_ids": f"{split}/sample_ids.json",
                              "truncated": sum(facts[s][1] for s in sample_ids),
                              "cut_at_budget": sum(facts[s][2] for s in sample_ids)}
-    (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "final_state": final_state, "splits": splits},
-                                                  indent=2))
+    vocab = _with_vocabulary(Path(corpus_dir), kind, tmp)
+    (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "final_state": final_state, "splits": splits,
+                                                   "vocabulary": vocab}, indent=2))
     return _commit(tmp, target)
+
+
+def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
+    """The merge's draft-vocabulary files where each trainer looks for them: speculators in its data
+    path (train/: token_freq.pt, d2t-N.npy, t2d-N.npy, found by --draft-vocab-size N), SpecForge
+    beside the splits (vocab_mapping-N.pt, for model.vocab_mapping_path). Returns what was copied."""
+    from jobrunner import vocabulary
+
+    source = corpus_dir / vocabulary.FOLDER
+    wanted = ("token_freq.pt", "d2t-*.npy", "t2d-*.npy") if kind == "speculators" else ("vocab_mapping-*.pt",)
+    into = out / "train" if kind == "speculators" else out
+    copied = []
+    for pattern in wanted:
+        for path in sorted(source.glob(pattern)) if into.is_dir() else ():
+            shutil.copyfile(path, into / path.name)
+            copied.append(str((into / path.name).relative_to(out)))
+    return copied
 
 
 def _export_split(states_dir: Path, index: dict, kind: str, sample_ids: list[str],

@@ -37,10 +37,12 @@ from pathlib import Path
 
 from draftgen_contracts import exit_codes, names, provenance
 from draftgen_contracts.length_stats import length_stats
-from jobrunner import corpus
+from jobrunner import corpus, vocabulary
 from jobrunner.atomic import write_json_atomically
 from jobrunner.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.output import iter_records, record_files
+from jobrunner.preflight.model_facts import model_facts
+from jobrunner.preflight.problem import PreflightProblem
 
 TRUNCATED_POLICIES = ("keep", "drop", "mark")
 FINISH_REASONS = ("stop", "length")
@@ -62,6 +64,9 @@ class MergeSettings:
     shard_records: int | None = 100_000
     shard_bytes: int | None = 1 << 30
     memory_limit_mb: int = 512
+    # The EAGLE-3 draft vocabulary (jobrunner/vocabulary.py): SpecForge's and speculators' default size
+    # (specforge 0.2.0 algorithms/eagle3/providers.py; speculators 0.9.0 convert/eagle/eagle3_converter.py).
+    draft_vocab_size: int = 32000
 
     def check(self) -> None:
         if self.truncated not in TRUNCATED_POLICIES:
@@ -72,6 +77,8 @@ class MergeSettings:
             raise ValueError("set shard_records or shard_bytes (or both)")
         if self.memory_limit_mb < 64:
             raise ValueError(f"memory_limit_mb {self.memory_limit_mb}: at least 64 is needed")
+        if self.draft_vocab_size < 0:
+            raise ValueError(f"draft_vocab_size {self.draft_vocab_size}: expected >= 0 (0: no maps)")
 
     def policies(self) -> dict:
         """What determines the output (the memory limit does not: see the module docstring)."""
@@ -198,18 +205,19 @@ class DatasetTally:
 
 
 def partition(files: list[Path], output_root: Path, bucket_paths: list[Path], settings: MergeSettings,
-              tallies: dict[str, DatasetTally]) -> list[dict]:
-    """Pass 1: every record to its bucket. Returns the input files' descriptions for the manifest."""
+              tallies: dict[str, DatasetTally], counts: Counter) -> list[dict]:
+    """Pass 1: every record to its bucket, its trainable tokens counted when it is a train sample
+    (`counts`; pass 2 takes the duplicates' back). Returns the input files' descriptions for the manifest."""
     bucket_files = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
     try:
-        return [partition_file(path, output_root, bucket_files, settings, tallies) for path in files]
+        return [partition_file(path, output_root, bucket_files, settings, tallies, counts) for path in files]
     finally:
         for f in bucket_files:
             f.close()
 
 
 def partition_file(path: Path, output_root: Path, bucket_files: list, settings: MergeSettings,
-                   tallies: dict[str, DatasetTally]) -> dict:
+                   tallies: dict[str, DatasetTally], counts: Counter) -> dict:
     """One part file's records to their buckets; its description for the manifest."""
     buckets = len(bucket_files)
     records = unreadable = 0
@@ -241,6 +249,8 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
                                         rec.get("cut_at_budget") is True, source_id)
             head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
             bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
+            if not is_eval(rec["sample_id"], settings.seed, settings.eval_fraction):
+                counts.update(response)  # the response is what the loss mask trains on
     except (json.JSONDecodeError, UnicodeDecodeError):
         # A complete but garbled line (a node crash mid-write): the generation writer cuts the
         # file there on resume, so the merge reads the file up to it, the same records.
@@ -267,8 +277,9 @@ def sort_bucket(path: Path, dedupe: bool):
 
 
 def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, settings: MergeSettings,
-          log=print) -> dict:
-    """Run both passes and commit the corpus (manifest last). Returns the manifest."""
+          log=print, target_vocab_size: int | None = None) -> dict:
+    """Run both passes, count the draft vocabulary, and commit the corpus (manifest last). Returns the
+    manifest. `target_vocab_size` (the model's): without it, no d2t/t2d maps."""
     settings.check()
     output_root, corpus_dir = Path(output_root), Path(corpus_dir)
     files = record_files(output_root)
@@ -281,9 +292,11 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         f"(memory limit {settings.memory_limit_mb} MB)")
     tallies: dict[str, DatasetTally] = {}
     bucket_paths = [work / f"bucket-{b:04d}" for b in range(buckets)]
-    inputs = partition(files, output_root, bucket_paths, settings, tallies)
-    shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies)
+    counts: Counter = Counter()
+    inputs = partition(files, output_root, bucket_paths, settings, tallies, counts)
+    shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies, counts)
     manifest = manifest_of(settings, inputs, tallies, split_totals, shards)
+    manifest["vocabulary"] = vocabulary.write(corpus_dir, +counts, settings.draft_vocab_size, target_vocab_size)
     manifest["provenance"] = generation_provenance(output_root)
     if manifest["provenance"]["differs"]:
         log(f"merge: WARNING: the generation sessions differ in {', '.join(manifest['provenance']['differs'])}: "
@@ -303,8 +316,9 @@ def fresh_work_dir(corpus_dir: Path) -> Path:
 
 
 def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSettings,
-                 tallies: dict[str, DatasetTally]) -> tuple[list[dict], dict]:
-    """Pass 2: each bucket sorted by content key (the shuffle), deduplicated, split and sharded."""
+                 tallies: dict[str, DatasetTally], counts: Counter) -> tuple[list[dict], dict]:
+    """Pass 2: each bucket sorted by content key (the shuffle), deduplicated, split and sharded; a
+    train duplicate's tokens are taken back out of `counts` (pass 1 counted every train record)."""
     writers = {split: corpus.ShardWriter(corpus_dir, split, settings.shard_records, settings.shard_bytes)
                for split in corpus.SPLITS}
     split_totals = {split: {"samples": 0, "tokens": 0} for split in corpus.SPLITS}
@@ -312,11 +326,13 @@ def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSett
         for head, duplicate in sort_bucket(path, settings.dedupe):
             _, sid, dataset, plen, rlen, truncated, finish, line = head
             tally = tallies[dataset.decode()]
-            if duplicate:
-                tally.duplicates += 1
-                continue
             plen, rlen = int(plen), int(rlen)
             split = "eval" if is_eval(sid.decode(), settings.seed, settings.eval_fraction) else "train"
+            if duplicate:
+                tally.duplicates += 1
+                if split == "train":  # rare: parsing its line costs nothing the shuffle would notice
+                    counts.subtract(json.loads(line)["input_ids"][plen:])
+                continue
             writers[split].write(line, plen + rlen)
             split_totals[split]["samples"] += 1
             split_totals[split]["tokens"] += plen + rlen
@@ -382,6 +398,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit-mb", type=int, help="memory the shuffle may use (default 512)")
     parser.add_argument("--export", action="append", default=None, choices=["hf-parquet", "speculators-jsonl"],
                         help="also write an export under CORPUS_DIR/exports/ (repeatable)")
+    parser.add_argument("--draft-vocab-size", type=int,
+                        help="the EAGLE-3 draft vocabulary's size for the d2t/t2d maps (default 32000; 0: none)")
+    parser.add_argument("--model", help="the target model's folder: its config.json's vocab_size sizes the maps")
 
 
 def settings_from(args: argparse.Namespace) -> tuple[MergeSettings, list[str]]:
@@ -413,14 +432,15 @@ def main(args: argparse.Namespace) -> int:
     corpus_dir = Path(args.corpus_dir or Path(args.output_root) / "corpus")
     try:
         settings, exports = settings_from(args)
-        merge(args.output_root, corpus_dir, settings)
+        target_vocab_size = model_facts(args.model).vocab_size if args.model else None
+        merge(args.output_root, corpus_dir, settings, target_vocab_size=target_vocab_size)
         if exports:
             from jobrunner import exports as exporters
 
             for kind in exports:
                 path = exporters.export_corpus(corpus_dir, kind)
                 print(f"merge: export {kind} -> {path}")
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, PreflightProblem) as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     except Exception as e:

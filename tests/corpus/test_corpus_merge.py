@@ -169,7 +169,7 @@ def test_manifest_checksums_and_counts(gen_root):
     assert code["tokens"] == code["prompt_tokens"] + code["response_tokens"]
     assert code["lengths"]["response"]["count"] == code["samples"]
     assert m["policies"] == {"truncated": "mark", "dedupe": True, "seed": 0, "eval_fraction": 0.1,
-                             "shard_records": 40, "shard_bytes": 1 << 30}
+                             "shard_records": 40, "shard_bytes": 1 << 30, "draft_vocab_size": 32000}
 
 
 def test_rerun_is_byte_identical_and_independent_of_memory_limit(gen_root, tmp_path):
@@ -232,3 +232,31 @@ def test_cli_config_file_and_overrides(gen_root, tmp_path, capsys):
     assert cli_main(["merge", "--output-root", str(gen_root), "--config", str(cfg)]) == 2
     assert "unknown settings" in capsys.readouterr().err
     assert cli_main(["merge", "--output-root", str(tmp_path / "nothing")]) == 2
+
+
+def test_the_draft_vocabulary_counts_every_trainable_train_token_once(gen_root):
+    """Counted in pass 1, duplicates taken back in pass 2: exactly the response tokens of the train
+    split as the corpus holds it; the maps follow the counts."""
+    import numpy as np
+
+    synthetic_generation(gen_root, datasets=("dup",), rows=20, seed=0)  # a third dataset...
+    synthetic_generation(gen_root / "copy", datasets=("dup",), rows=20, seed=0)
+    for part in (gen_root / "copy" / "generate" / "dup").glob("part-*"):  # ...written twice: duplicates
+        part.rename(gen_root / "generate" / "dup" / part.name.replace("part-r", "part-r9"))
+    manifest = merge.merge(gen_root, gen_root / "corpus", merge.MergeSettings(eval_fraction=0.2, draft_vocab_size=16),
+                           log=lambda *_: None, target_vocab_size=1000)
+    assert manifest["datasets"]["dup"]["duplicates_removed"] > 0
+    want: dict[int, int] = {}
+    for r in corpus.iter_corpus(gen_root / "corpus", "train"):
+        for t, m in zip(r["input_ids"], r["loss_mask"]):
+            if m:
+                want[t] = want.get(t, 0) + 1
+    counted = json.loads((gen_root / "corpus" / "vocab" / "token_freq.json").read_text())
+    assert {int(t): n for t, n in counted["counts"].items()} == want and counted["tokens"] == sum(want.values())
+    d2t = np.load(gen_root / "corpus" / "vocab" / "d2t-16.npy")
+    t2d = np.load(gen_root / "corpus" / "vocab" / "t2d-16.npy")
+    chosen = sorted(want, key=lambda t: (-want[t], t))[:16]
+    assert sorted(d2t + np.arange(16)) == sorted(chosen) and set(np.flatnonzero(t2d)) == set(chosen)
+    files = {f["name"] for f in manifest["vocabulary"]["files"]}
+    assert {"vocab/token_freq.json", "vocab/d2t-16.npy", "vocab/t2d-16.npy", "vocab/token_freq.pt",
+            "vocab/vocab_mapping-16.pt"} == files

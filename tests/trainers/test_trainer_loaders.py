@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -39,6 +40,9 @@ from .trainer_packages import use_trainer_packages
 MAX_LEN = 4096
 
 
+DRAFT_VOCAB = 64
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> dict[str, Path]:
     use_trainer_packages()
@@ -47,6 +51,8 @@ def run(tmp_path_factory) -> dict[str, Path]:
     data = base / "data"
     write_datasets(data / "prompts", rows_per_dataset=60)
     obj = quickstart(budget_tokens=2500)  # its exports: hf-parquet, speculators-jsonl, specforge
+    # A draft vocabulary smaller than the tiny model's, so the merge writes the d2t/t2d maps.
+    obj["spec"]["merge"]["draftVocabSize"] = DRAFT_VOCAB
     path = write_spec(base / "quickstart.yaml", obj)
     assert cli.main(["run", str(path), "--data-dir", str(data), "--model-dir", str(base / "models")]) == 0
     root = data / "quickstart"
@@ -186,6 +192,68 @@ def test_responses_cut_at_the_budget_are_marked_in_the_corpus_and_in_every_expor
         pa.memory_map(str(arrow / split / "data-00000-of-00001.arrow"))).read_all().to_pylist()]
     assert {r["sample_id"] for r in rows if r["cut_at_budget"]} == cut
     assert sum(m["cut_at_budget"] for m in manifest["splits"].values()) == len(cut)
+
+
+def trainable_rows(corpus_dir: Path):
+    """The train split as both trainers count it: input_ids and loss_mask as tensors."""
+    from datasets import Dataset
+
+    rows = corpus_rows(corpus_dir, "train")
+    return Dataset.from_dict({"input_ids": [r["input_ids"] for r in rows],
+                              "loss_mask": [r["loss_mask"] for r in rows]}).with_format("torch")
+
+
+def test_the_merges_vocabulary_is_speculators_own_and_loads_where_each_trainer_looks(run, tmp_path):
+    """speculators' own counting and builder on the same corpus give the same counts and maps; its
+    trainer finds them in the export's data path by --draft-vocab-size; SpecForge's draft model loads
+    the vocab_mapping file into its buffers."""
+    import argparse
+    from types import SimpleNamespace
+
+    import numpy as np
+    from speculators.train.cli import parse_vocab_mappings
+    from speculators.train.vocab_mapping import (build_vocab_mappings_from_distribution,
+                                                 save_token_frequency_distribution)
+
+    from specforge.modeling.draft.base import Eagle3DraftModel
+
+    vocab = run["corpus"] / "vocab"
+    model = run["corpus"].parent.parent.parent / "models" / "tiny"
+    target = json.loads((model / "config.json").read_text())["vocab_size"]
+    save_token_frequency_distribution(trainable_rows(run["corpus"]), tmp_path / "theirs.pt")
+    theirs = torch.load(tmp_path / "theirs.pt", weights_only=True)
+    assert torch.load(vocab / "token_freq.pt", weights_only=True) == theirs
+    d2t, t2d = build_vocab_mappings_from_distribution(theirs, DRAFT_VOCAB, target)
+    assert torch.equal(torch.from_numpy(np.load(vocab / f"d2t-{DRAFT_VOCAB}.npy")), d2t)
+    assert torch.equal(torch.from_numpy(np.load(vocab / f"t2d-{DRAFT_VOCAB}.npy")), t2d)
+
+    data_path = export_of(run["speculators-bf16"], states(run["speculators-bf16"])[0])
+    args = argparse.Namespace(d2t_path=None, t2d_path=None, data_path=str(data_path), draft_vocab_size=DRAFT_VOCAB,
+                              token_freq_path=None, verifier_name_or_path=None, trust_remote_code=False)
+    loaded_d2t, loaded_t2d, size = parse_vocab_mappings(args)  # found, not rebuilt: no verifier needed
+    assert size == DRAFT_VOCAB and torch.equal(loaded_d2t, d2t) and torch.equal(loaded_t2d, t2d)
+
+    buffers = SimpleNamespace(t2d=torch.ones(target, dtype=torch.bool), d2t=torch.zeros(DRAFT_VOCAB, dtype=torch.int64))
+    Eagle3DraftModel.load_vocab_mapping(buffers, str(run["specforge"] / "exports" / "specforge" /
+                                                      f"vocab_mapping-{DRAFT_VOCAB}.pt"))
+    assert torch.equal(buffers.d2t, d2t) and torch.equal(buffers.t2d, t2d) and buffers.vocab_mapping_loaded
+
+
+def test_specforges_own_builder_differs_only_among_tokens_tied_at_the_boundary(run):
+    """SpecForge breaks ties in the order it first counted tokens; speculators (and draftgen) by the
+    lower id: the chosen sets may differ only in tokens whose count equals the last one chosen."""
+    from collections import Counter
+
+    from specforge.data.preprocessing import process_token_dict_to_mappings
+
+    counts = torch.load(run["corpus"] / "vocab" / "token_freq.pt", weights_only=True)
+    target = int(np.load(run["corpus"] / "vocab" / f"t2d-{DRAFT_VOCAB}.npy").shape[0])
+    theirs, _ = process_token_dict_to_mappings(Counter(counts), DRAFT_VOCAB, target)
+    ours = np.load(run["corpus"] / "vocab" / f"d2t-{DRAFT_VOCAB}.npy")
+    theirs_ids = set((theirs + torch.arange(DRAFT_VOCAB)).tolist())
+    ours_ids = set((ours + np.arange(DRAFT_VOCAB)).tolist())
+    boundary = min(counts.get(t, 0) for t in ours_ids)
+    assert all(counts.get(t, 0) == boundary for t in theirs_ids ^ ours_ids), sorted(theirs_ids ^ ours_ids)
 
 
 def test_jobrunner_validate_passes_every_state_folder(run):

@@ -1,5 +1,6 @@
 """The trainers' own code, installed for the tests alone: specforge 0.2.0, speculators 0.9.0 and the
-hs-connectors 0.9.0 speculators reads hidden states with, as published on PyPI.
+hs-connectors 0.9.0 speculators reads hidden states with, as published on PyPI (and three small
+libraries speculators' training CLI imports).
 
 Their wheels are pure Python, but their requirements are a GPU training stack (sglang, vLLM,
 flash-attn, mooncake, pinned torch and transformers). The tests need only the modules that read
@@ -21,7 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-PACKAGES = ("specforge==0.2.0", "speculators==0.9.0", "hs-connectors==0.9.0")
+# pydantic-settings, python-dotenv and loguru: what speculators' training CLI module imports besides
+# the test environment (its vocabulary-mapping loader, tests/trainers/test_trainer_loaders.py).
+PACKAGES = ("specforge==0.2.0", "speculators==0.9.0", "hs-connectors==0.9.0", "pydantic-settings==2.16.3",
+            "python-dotenv==1.2.4", "loguru==0.7.3")
 MARKER = ".complete"
 PIP_TIMEOUT_S = 600
 

@@ -1,0 +1,18 @@
+import numpy as np
+
+from jobrunner.vocabulary import draft_tokens, maps
+
+
+def test_the_most_frequent_tokens_ties_by_the_lower_id():
+    counts = {7: 5, 3: 5, 9: 1, 2: 9}
+    assert draft_tokens(counts, 3) == [2, 3, 7]  # 3 and 7 tie at 5; 9 is out
+
+
+def test_fewer_distinct_tokens_than_the_draft_fill_with_the_lowest_unused_ids():
+    assert draft_tokens({5: 2, 1: 1}, 4) == [0, 1, 2, 5]
+
+
+def test_d2t_is_an_offset_and_t2d_a_mask_over_the_target():
+    d2t, t2d = maps({4: 3, 9: 2}, 2, 12)
+    assert (d2t + np.arange(2)).tolist() == [4, 9] and d2t.dtype == np.int64
+    assert np.flatnonzero(t2d).tolist() == [4, 9] and t2d.shape == (12,) and t2d.dtype == bool
