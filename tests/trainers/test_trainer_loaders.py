@@ -261,3 +261,44 @@ def test_jobrunner_validate_passes_every_state_folder(run):
         done = subprocess.run([sys.executable, "-m", "jobrunner.cli", "validate", "--corpus", str(run["corpus"]),
                                "--states", str(states_dir)], capture_output=True, text=True)
         assert done.returncode == 0 and "no problem found" in done.stdout, done.stdout + done.stderr
+
+
+def test_speculators_trains_an_eagle3_draft_on_the_export_for_a_few_steps_on_the_cpu(run, tmp_path):
+    """speculators' own draft model, vocabulary loading, dataset, collation and batch shift, fed
+    draftgen's export; the optimizer steps as its Trainer takes them (its Trainer itself needs an
+    accelerator: speculators/train/trainer.py falls back to "cuda" with none, and moves each batch
+    to `local_rank`). The loss is finite and falls."""
+    import argparse
+
+    from hs_connectors.transfer import FileTransfer
+    from speculators.model import SpeculatorModel
+    from speculators.models.eagle3.data import shift_batch
+    from speculators.train.cli import build_draft_model, parse_vocab_mappings
+    from speculators.train.config import TrainConfig
+    from speculators.train.data import ArrowDataset, CollateFn
+
+    index, _ = states(run["speculators-bf16"])
+    data_path = export_of(run["speculators-bf16"], index)
+    model = run["corpus"].parent.parent.parent / "models" / "tiny"
+    cfg = TrainConfig.from_flat({"verifier_name_or_path": str(model), "data_path": str(data_path),
+                                 "draft_vocab_size": DRAFT_VOCAB, "save_path": str(tmp_path / "draft"),
+                                 "draft_attn_impl": "sdpa", "hidden_states_dtype": "float32",
+                                 "loss_implementation": "eager"})  # the fused loss is a Triton kernel: GPUs only
+    args = argparse.Namespace(**cfg.flatten())
+    d2t, t2d, size = parse_vocab_mappings(args)
+    draft = build_draft_model(args, SpeculatorModel.registry[args.speculator_type], t2d, d2t, size)
+    dataset = ArrowDataset(MAX_LEN, data_path, transfer=FileTransfer(data_path / "hidden_states"), on_missing="raise",
+                           hidden_states_dtype=torch.float32)
+    collate = CollateFn(MAX_LEN, hidden_size=draft.config.transformer_layer_config.hidden_size,
+                        num_target_layers=len(draft.target_layer_ids), dtype=torch.float32, preprocess=shift_batch)
+    batch = collate([dataset[i] for i in range(4)])
+    train_kwargs, _ = type(draft).get_trainer_kwargs(**vars(args))  # the loss, the TTT steps, as its CLI does
+    optimizer = torch.optim.AdamW(draft.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(8):
+        _, loss, _ = draft(**batch, **train_kwargs)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
