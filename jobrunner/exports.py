@@ -154,20 +154,15 @@ def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os
 
 
 def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
-    """The merge's draft-vocabulary files where each trainer looks for them: speculators in its data
-    path (train/: token_freq.pt, d2t-N.npy, t2d-N.npy, found by --draft-vocab-size N), SpecForge
-    beside the splits (vocab_mapping-N.pt, for model.vocab_mapping_path). Returns what was copied."""
+    """The merge's draft vocabulary where each trainer looks for it: speculators in its data path
+    (train/: token_freq.pt, d2t-N.npy, t2d-N.npy, found by --draft-vocab-size N), SpecForge beside
+    the splits (vocab_mapping-N.pt, for model.vocab_mapping_path). Returns what was written."""
     from jobrunner import vocabulary
 
-    source = corpus_dir / vocabulary.FOLDER
-    wanted = ("token_freq.pt", "d2t-*.npy", "t2d-*.npy") if kind == "speculators" else ("vocab_mapping-*.pt",)
     into = out / "train" if kind == "speculators" else out
-    copied = []
-    for pattern in wanted:
-        for path in sorted(source.glob(pattern)) if into.is_dir() else ():
-            shutil.copyfile(path, into / path.name)
-            copied.append(str((into / path.name).relative_to(out)))
-    return copied
+    if not into.is_dir() or not (corpus_dir / vocabulary.FOLDER / vocabulary.COUNTS_FILE).exists():
+        return []  # no train split, or a corpus merged before the vocabulary was counted
+    return [str((into / name).relative_to(out)) for name in vocabulary.torch_files(corpus_dir, kind, into)]
 
 
 def _export_split(states_dir: Path, index: dict, kind: str, sample_ids: list[str],

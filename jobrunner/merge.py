@@ -205,7 +205,7 @@ class DatasetTally:
 
 
 def partition(files: list[Path], output_root: Path, bucket_paths: list[Path], settings: MergeSettings,
-              tallies: dict[str, DatasetTally], counts: Counter) -> list[dict]:
+              tallies: dict[str, DatasetTally], counts: vocabulary.TokenTally) -> list[dict]:
     """Pass 1: every record to its bucket, its trainable tokens counted when it is a train sample
     (`counts`; pass 2 takes the duplicates' back). Returns the input files' descriptions for the manifest."""
     bucket_files = [open(p, "wb", buffering=1 << 18) for p in bucket_paths]
@@ -217,7 +217,7 @@ def partition(files: list[Path], output_root: Path, bucket_paths: list[Path], se
 
 
 def partition_file(path: Path, output_root: Path, bucket_files: list, settings: MergeSettings,
-                   tallies: dict[str, DatasetTally], counts: Counter) -> dict:
+                   tallies: dict[str, DatasetTally], counts: vocabulary.TokenTally) -> dict:
     """One part file's records to their buckets; its description for the manifest."""
     buckets = len(bucket_files)
     records = unreadable = 0
@@ -250,7 +250,7 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
             head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
             bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
             if not is_eval(rec["sample_id"], settings.seed, settings.eval_fraction):
-                counts.update(response)  # the response is what the loss mask trains on
+                counts.add(response)  # the response is what the loss mask trains on
     except (json.JSONDecodeError, UnicodeDecodeError):
         # A complete but garbled line (a node crash mid-write): the generation writer cuts the
         # file there on resume, so the merge reads the file up to it, the same records.
@@ -292,11 +292,11 @@ def merge(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, setting
         f"(memory limit {settings.memory_limit_mb} MB)")
     tallies: dict[str, DatasetTally] = {}
     bucket_paths = [work / f"bucket-{b:04d}" for b in range(buckets)]
-    counts: Counter = Counter()
+    counts = vocabulary.TokenTally()
     inputs = partition(files, output_root, bucket_paths, settings, tallies, counts)
     shards, split_totals = write_shards(bucket_paths, corpus_dir, settings, tallies, counts)
     manifest = manifest_of(settings, inputs, tallies, split_totals, shards)
-    manifest["vocabulary"] = vocabulary.write(corpus_dir, +counts, settings.draft_vocab_size, target_vocab_size)
+    manifest["vocabulary"] = vocabulary.write(corpus_dir, counts.counts(), settings.draft_vocab_size, target_vocab_size)
     manifest["provenance"] = generation_provenance(output_root)
     if manifest["provenance"]["differs"]:
         log(f"merge: WARNING: the generation sessions differ in {', '.join(manifest['provenance']['differs'])}: "
@@ -316,7 +316,7 @@ def fresh_work_dir(corpus_dir: Path) -> Path:
 
 
 def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSettings,
-                 tallies: dict[str, DatasetTally], counts: Counter) -> tuple[list[dict], dict]:
+                 tallies: dict[str, DatasetTally], counts: vocabulary.TokenTally) -> tuple[list[dict], dict]:
     """Pass 2: each bucket sorted by content key (the shuffle), deduplicated, split and sharded; a
     train duplicate's tokens are taken back out of `counts` (pass 1 counted every train record)."""
     writers = {split: corpus.ShardWriter(corpus_dir, split, settings.shard_records, settings.shard_bytes)
@@ -331,7 +331,7 @@ def write_shards(bucket_paths: list[Path], corpus_dir: Path, settings: MergeSett
             if duplicate:
                 tally.duplicates += 1
                 if split == "train":  # rare: parsing its line costs nothing the shuffle would notice
-                    counts.subtract(json.loads(line)["input_ids"][plen:])
+                    counts.remove(json.loads(line)["input_ids"][plen:])
                 continue
             writers[split].write(line, plen + rlen)
             split_totals[split]["samples"] += 1

@@ -222,12 +222,14 @@ def test_the_merges_vocabulary_is_speculators_own_and_loads_where_each_trainer_l
     target = json.loads((model / "config.json").read_text())["vocab_size"]
     save_token_frequency_distribution(trainable_rows(run["corpus"]), tmp_path / "theirs.pt")
     theirs = torch.load(tmp_path / "theirs.pt", weights_only=True)
-    assert torch.load(vocab / "token_freq.pt", weights_only=True) == theirs
+    data_path = export_of(run["speculators-bf16"], states(run["speculators-bf16"])[0])
+    assert torch.load(data_path / "token_freq.pt", weights_only=True) == theirs
+    counted = json.loads((vocab / "token_freq.json").read_text())["counts"]
+    assert {int(t): n for t, n in counted.items()} == theirs
     d2t, t2d = build_vocab_mappings_from_distribution(theirs, DRAFT_VOCAB, target)
     assert torch.equal(torch.from_numpy(np.load(vocab / f"d2t-{DRAFT_VOCAB}.npy")), d2t)
     assert torch.equal(torch.from_numpy(np.load(vocab / f"t2d-{DRAFT_VOCAB}.npy")), t2d)
 
-    data_path = export_of(run["speculators-bf16"], states(run["speculators-bf16"])[0])
     args = argparse.Namespace(d2t_path=None, t2d_path=None, data_path=str(data_path), draft_vocab_size=DRAFT_VOCAB,
                               token_freq_path=None, verifier_name_or_path=None, trust_remote_code=False)
     loaded_d2t, loaded_t2d, size = parse_vocab_mappings(args)  # found, not rebuilt: no verifier needed
@@ -246,7 +248,8 @@ def test_specforges_own_builder_differs_only_among_tokens_tied_at_the_boundary(r
 
     from specforge.data.preprocessing import process_token_dict_to_mappings
 
-    counts = torch.load(run["corpus"] / "vocab" / "token_freq.pt", weights_only=True)
+    counted = json.loads((run["corpus"] / "vocab" / "token_freq.json").read_text())["counts"]
+    counts = {int(t): n for t, n in counted.items()}
     target = int(np.load(run["corpus"] / "vocab" / f"t2d-{DRAFT_VOCAB}.npy").shape[0])
     theirs, _ = process_token_dict_to_mappings(Counter(counts), DRAFT_VOCAB, target)
     ours = np.load(run["corpus"] / "vocab" / f"d2t-{DRAFT_VOCAB}.npy")
