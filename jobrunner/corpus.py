@@ -135,3 +135,12 @@ def iter_corpus(corpus_dir: str | os.PathLike, split: str | None = None) -> Iter
         with open(path, "rb") as f:
             for line in f:
                 yield json.loads(line)
+
+
+def iter_heads(corpus_dir: str | os.PathLike, split: str) -> Iterator[dict]:
+    """Each sample's fields before its token lists (sample_id ... source_id), without parsing the lists:
+    `input_ids` follows them in every line (encode_record)."""
+    for path in shard_paths(corpus_dir, split):
+        with open(path, "rb") as f:
+            for line in f:
+                yield json.loads(line[:line.index(b',"input_ids":')] + b"}")

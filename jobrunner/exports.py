@@ -117,7 +117,7 @@ def speculators_tensors(ids, aux, final, sample: dict) -> dict:
 def corpus_facts(corpus_dir: str | os.PathLike) -> dict[str, tuple[str, bool, bool]]:
     """sample id -> (its split, truncated, cut_at_budget), from the corpus the states came from."""
     return {r["sample_id"]: (split, r["truncated"], r.get("cut_at_budget", False))
-            for split in corpus.SPLITS for r in corpus.iter_corpus(corpus_dir, split)}
+            for split in corpus.SPLITS for r in corpus.iter_heads(corpus_dir, split)}
 
 
 def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os.PathLike) -> Path:

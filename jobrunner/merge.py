@@ -428,19 +428,30 @@ def settings_from(args: argparse.Namespace) -> tuple[MergeSettings, list[str]]:
     return MergeSettings(**values), exports
 
 
+def target_vocab_size(model: str | None) -> int | None:
+    """The model's vocabulary size from its config.json, or None (the corpus is still merged, with the
+    token counts but no draft maps: the manifest's `vocabulary.note` says why)."""
+    if not model:
+        return None
+    try:
+        return model_facts(model).vocab_size
+    except PreflightProblem as e:
+        print(f"jobrunner merge: no draft vocabulary maps: {e}", file=sys.stderr)
+        return None
+
+
 def main(args: argparse.Namespace) -> int:
     corpus_dir = Path(args.corpus_dir or Path(args.output_root) / "corpus")
     try:
         settings, exports = settings_from(args)
-        target_vocab_size = model_facts(args.model).vocab_size if args.model else None
-        merge(args.output_root, corpus_dir, settings, target_vocab_size=target_vocab_size)
+        merge(args.output_root, corpus_dir, settings, target_vocab_size=target_vocab_size(args.model))
         if exports:
             from jobrunner import exports as exporters
 
             for kind in exports:
                 path = exporters.export_corpus(corpus_dir, kind)
                 print(f"merge: export {kind} -> {path}")
-    except (ValueError, FileNotFoundError, PreflightProblem) as e:
+    except (ValueError, FileNotFoundError) as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     except Exception as e:

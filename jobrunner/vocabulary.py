@@ -98,7 +98,10 @@ def maps(counts: dict[int, int], draft_size: int, target_size: int):
     """(d2t, t2d) as numpy arrays: int64 offsets of the draft ids, bool mask of the target ids."""
     import numpy as np
 
-    chosen = np.array(draft_tokens(counts, draft_size), dtype=np.int64)
+    # An id the target's vocabulary does not have (a tokenizer's added token past config.json's
+    # vocab_size) cannot be mapped: t2d has no place for it.
+    known = {t: n for t, n in counts.items() if t < target_size}
+    chosen = np.array(draft_tokens(known, draft_size), dtype=np.int64)
     t2d = np.zeros(target_size, dtype=bool)
     t2d[chosen] = True
     return chosen - np.arange(draft_size, dtype=np.int64), t2d

@@ -27,3 +27,8 @@ def test_the_tally_counts_what_was_added_less_what_was_removed_across_flushes(mo
     tally.add([-1, 1 << 40])  # malformed ids: not counted, and no array as long as their value
     assert tally.counts() == {1: 2, 2: 1, 5: 2}
     assert TokenTally().counts() == {}
+
+
+def test_an_id_the_target_lacks_is_left_out_of_the_maps():
+    d2t, t2d = maps({4: 3, 50: 9}, 2, 12)  # 50: an added token past the config's vocab_size
+    assert (d2t + np.arange(2)).tolist() == [0, 4] and np.flatnonzero(t2d).tolist() == [0, 4]

@@ -6,7 +6,8 @@ names its holder; the holder renews it every `retry_s`; a candidate takes it whe
 when its record has not changed for `duration_s` as measured by the candidate's own clock (never the
 renewTime written by another machine, whose clock may be skewed); every write carries the
 resourceVersion read, so of two candidates only one wins. A holder that has not renewed for
-`renew_deadline_s` gives up (the process exits), and because `renew_deadline_s + retry_s <
+`renew_deadline_s` gives up (the process exits; each try's API calls are cut to what is left of the
+deadline, so a hanging call cannot delay that), and because `renew_deadline_s + retry_s <
 duration_s`, it is gone before anyone may take the Lease. A holder stopping cleanly releases the Lease
 (no holder), and a standby takes it at its next try.
 
@@ -79,9 +80,10 @@ class Elector:
         self.seen_at = 0.0
         self.renewed_at: float | None = None
 
-    def try_once(self) -> bool:
-        """Take or renew the Lease; True while this candidate holds it."""
-        timeout = self.timing.retry_s
+    def try_once(self, timeout: float | None = None) -> bool:
+        """Take or renew the Lease; True while this candidate holds it. `timeout` bounds each of its
+        two API calls (default: the retry period)."""
+        timeout = timeout or self.timing.retry_s
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=timeout)
         except client.ApiException as e:
@@ -139,26 +141,33 @@ class Elector:
     def keep(self, on_lost: Callable[[], None], stop: threading.Event) -> threading.Thread:
         """Renew in a thread until `stop`; call `on_lost` once renewing has failed past the deadline
         or someone else holds the Lease."""
+        def since() -> float:
+            return self.clock() - (self.renewed_at or 0.0)
+
+        def lost(held: bool) -> bool:
+            taken = self.seen is not None and self.seen[0] not in (None, "", self.me)
+            return (not held and taken) or has_lost(since(), self.timing.renew_deadline_s)
+
         def renew():
             while not stop.wait(self.timing.retry_s):
-                held = self._try_quietly()
+                # A hanging API call must not carry the leader past its deadline: each of a try's two
+                # calls gets half of what is left of it, so the check below comes by the deadline.
+                left = self.timing.renew_deadline_s - since()
+                held = left > 0 and self._try_quietly(timeout=max(left / 2, 0.05))
                 if stop.is_set():
                     return
-                taken = self.seen is not None and self.seen[0] not in (None, "", self.me)
-                if (not held and taken) or has_lost(self.clock() - (self.renewed_at or 0.0),
-                                                    self.timing.renew_deadline_s):
+                if lost(held):
                     log.error("lost lease %s/%s (last renewed %.1f s ago, holder %s): stopping",
-                              self.namespace, self.name, self.clock() - (self.renewed_at or 0.0),
-                              self.seen[0] if self.seen else None)
+                              self.namespace, self.name, since(), self.seen[0] if self.seen else None)
                     on_lost()
                     return
         thread = threading.Thread(target=renew, name="lease renewer", daemon=True)
         thread.start()
         return thread
 
-    def _try_quietly(self) -> bool:
+    def _try_quietly(self, timeout: float | None = None) -> bool:
         try:
-            return self.try_once()
+            return self.try_once(timeout)
         except Exception as e:  # the API unreachable, a time-out: one failed try, counted by the deadline
             log.warning("lease %s/%s: %s", self.namespace, self.name, e)
             return False

@@ -16,3 +16,28 @@ def test_timings_that_could_let_two_holders_overlap_are_refused():
     assert Timing().problem() is None
     assert "under the lease duration" in Timing(duration_s=10, renew_deadline_s=9, retry_s=1).problem()
     assert "positive" in Timing(retry_s=0).problem()
+
+
+def test_a_leader_whose_api_calls_hang_gives_up_by_its_deadline_before_the_lease_can_be_taken():
+    """Each API call waits out its whole time-out (a half-open connection): the leader must still
+    stop within renew deadline + retry, under the lease duration."""
+    import threading
+    import time
+
+    from kubernetes import client
+
+    from draftgen_operator.lease import Elector
+
+    class Hanging:
+        def read_namespaced_lease(self, name, namespace, _request_timeout):
+            time.sleep(_request_timeout)
+            raise TimeoutError("read timed out")
+
+    timing = Timing(duration_s=1.0, renew_deadline_s=0.6, retry_s=0.2)
+    elector = Elector(client.ApiClient(), "ns", "lease", "me", timing)
+    elector.api = Hanging()
+    elector.renewed_at = time.monotonic()  # it had just renewed
+    lost = threading.Event()
+    elector.keep(on_lost=lost.set, stop=threading.Event())
+    assert lost.wait(timing.duration_s)  # before a standby could take the lease
+    assert time.monotonic() - elector.renewed_at >= timing.renew_deadline_s

@@ -259,3 +259,21 @@ def test_the_draft_vocabulary_counts_every_trainable_train_token_once(gen_root):
     assert sorted(d2t + np.arange(16)) == sorted(chosen) and set(np.flatnonzero(t2d)) == set(chosen)
     files = {f["name"] for f in manifest["vocabulary"]["files"]}
     assert {"vocab/token_freq.json", "vocab/d2t-16.npy", "vocab/t2d-16.npy"} == files  # no torch in a merge
+
+
+def test_a_model_folder_without_a_readable_config_leaves_the_maps_out_and_the_corpus_merged(gen_root, tmp_path,
+                                                                                           capsys):
+    (tmp_path / "model").mkdir()
+    assert merge.target_vocab_size(str(tmp_path / "model")) is None
+    assert "no draft vocabulary maps" in capsys.readouterr().err
+    manifest = merge.merge(gen_root, gen_root / "corpus", merge.MergeSettings(), log=lambda *_: None)
+    assert manifest["samples"] and "no target vocabulary size" in manifest["vocabulary"]["note"]
+    assert [f["name"] for f in manifest["vocabulary"]["files"]] == ["vocab/token_freq.json"]
+
+
+def test_the_heads_are_the_lines_without_their_token_lists(gen_root):
+    run_merge(gen_root)
+    for split in corpus.SPLITS:
+        heads = list(corpus.iter_heads(gen_root / "corpus", split))
+        assert heads == [{k: v for k, v in r.items() if k not in ("input_ids", "loss_mask")}
+                         for r in corpus.iter_corpus(gen_root / "corpus", split)]
