@@ -20,6 +20,7 @@ What is called, and why that is what the trainers run:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -305,3 +306,85 @@ def test_speculators_trains_an_eagle3_draft_on_the_export_for_a_few_steps_on_the
         optimizer.step()
         losses.append(float(loss))
     assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+
+
+def specforge_target(model: Path, folder: Path) -> Path:
+    """The tiny model as SpecForge's TargetHead reads a target: it finds lm_head through a
+    `*.index.json` (specforge/modeling/target/target_head.py, `load_weights`), which a model saved
+    in one file has not; the released models it targets are sharded and have one."""
+    from safetensors import safe_open
+
+    folder.mkdir()
+    for path in model.iterdir():
+        (folder / path.name).symlink_to(path)
+    with safe_open(str(model / "model.safetensors"), "pt") as f:
+        weight_map = {key: "model.safetensors" for key in f.keys()}
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return folder
+
+
+def specforge_metrics(stdout: str) -> tuple[list[dict], list[dict]]:
+    """The training steps' and the evaluations' metrics, as SpecForge's console logger prints them
+    (`step N: {...}`, specforge/training/assembly.py `_logger`)."""
+    import ast
+    import re
+
+    logged = [ast.literal_eval(m.group(1)) for m in re.finditer(r"^step \d+: (\{.*\})$", stdout, re.M)]
+    return [m for m in logged if "loss" in m], [m for m in logged if "eval/avg_loss" in m]
+
+
+def test_specforges_own_kernel_stops_on_the_cpu_where_its_reference_loss_runs(run):
+    from specforge.core.loss import LogSoftmaxLoss
+
+    from .specforge_on_cpu import reference_loss
+
+    logits, target = torch.randn(1, 3, 8), torch.softmax(torch.randn(1, 3, 8), -1)
+    mask = torch.ones(1, 3, 1)
+    with pytest.raises(RuntimeError, match="active drivers"):  # Triton finds no GPU driver
+        LogSoftmaxLoss.apply(logits, target, mask)
+    want = -(target * torch.log_softmax(logits, -1)).sum(-1).mean()
+    torch.testing.assert_close(reference_loss(logits, target, mask), want)
+
+
+def test_specforge_trains_an_eagle3_draft_on_the_export_with_its_own_command_line(run, tmp_path):
+    """`specforge train` on the specforge export, on the CPU (tests/trainers/specforge_on_cpu.py
+    says what it changes: the Triton loss kernel, for SpecForge's own reference), with draftgen's
+    vocabulary mapping and eval split. Four samples, one batch, six steps: the loss is finite and
+    falls, and the draft it saves carries draftgen's d2t."""
+    import yaml
+
+    from .trainer_packages import trainer_packages
+
+    model = run["corpus"].parent.parent.parent / "models" / "tiny"
+    export = run["specforge"] / "exports" / "specforge"
+    target_config = json.loads((model / "config.json").read_text())
+    draft_config = tmp_path / "draft.json"  # SpecForge derives 32000 draft tokens otherwise
+    draft_config.write_text(json.dumps({**target_config, "architectures": ["LlamaForCausalLMEagle3"],
+                                        "num_hidden_layers": 1, "draft_vocab_size": DRAFT_VOCAB}))
+    train = tmp_path / "train" / "rows_00000000-00001000"  # the same batch each step: the loss must fall
+    train.mkdir(parents=True)
+    for path in sorted((export / "train").rglob("data_*.ckpt"))[:4]:
+        (train / path.name).symlink_to(path)
+    steps = 6
+    config = {"model": {"target_model_path": str(specforge_target(model, tmp_path / "target")),
+                        "draft_model_config": str(draft_config),
+                        "vocab_mapping_path": str(export / f"vocab_mapping-{DRAFT_VOCAB}.pt")},
+              "data": {"hidden_states_path": str(train.parent), "eval_hidden_states_path": str(export / "eval"),
+                       "max_length": MAX_LEN, "dataloader_num_workers": 0, "cache_dir": str(tmp_path / "cache")},
+              "training": {"max_steps": steps, "num_epochs": steps, "batch_size": 4, "fsdp_sharding": "NO_SHARD",
+                           "attention_backend": "sdpa", "learning_rate": 1e-3, "lr_scheduler": "constant",
+                           "warmup_ratio": 0.0, "ttt_length": 3, "log_interval": 1, "eval_interval": steps},
+              "output_dir": str(tmp_path / "out")}
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "specforge_on_cpu.py"),
+                           str(tmp_path / "run.yaml")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(trainer_packages())})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    trained, evaluated = specforge_metrics(done.stdout)
+    losses = [m["loss"] for m in trained]
+    assert len(losses) == steps and all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+    assert trained[-1]["grad_norm"] < trained[0]["grad_norm"]
+    assert evaluated and np.isfinite(evaluated[-1]["eval/avg_loss"])  # it read the eval split
+    saved = torch.load(tmp_path / "out" / f"specforge-run-step{steps}" / "training_state.pt", weights_only=False)
+    d2t = torch.from_numpy(np.load(run["corpus"] / "vocab" / f"d2t-{DRAFT_VOCAB}.npy"))
+    assert torch.equal(saved["draft_state_dict"]["d2t"], d2t) and saved["dataset_size"] == 4

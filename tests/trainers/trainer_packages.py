@@ -1,6 +1,6 @@
 """The trainers' own code, installed for the tests alone: specforge 0.2.0, speculators 0.9.0 and the
-hs-connectors 0.9.0 speculators reads hidden states with, as published on PyPI (and three small
-libraries speculators' training CLI imports).
+hs-connectors 0.9.0 speculators reads hidden states with, as published on PyPI (and the small
+libraries the trainers' command lines import: accelerate for SpecForge's, three for speculators').
 
 Their wheels are pure Python, but their requirements are a GPU training stack (sglang, vLLM,
 flash-attn, mooncake, pinned torch and transformers). The tests need only the modules that read
@@ -23,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 # pydantic-settings, python-dotenv and loguru: what speculators' training CLI module imports besides
-# the test environment (its vocabulary-mapping loader, tests/trainers/test_trainer_loaders.py).
+# the test environment (its vocabulary-mapping loader, tests/trainers/test_trainer_loaders.py);
+# accelerate: what `specforge train` imports (specforge/cli.py `_train`, its seed).
 PACKAGES = ("specforge==0.2.0", "speculators==0.9.0", "hs-connectors==0.9.0", "pydantic-settings==2.16.3",
-            "python-dotenv==1.2.4", "loguru==0.7.3")
+            "python-dotenv==1.2.4", "loguru==0.7.3", "accelerate==1.16.0")
 MARKER = ".complete"
 PIP_TIMEOUT_S = 600
 
