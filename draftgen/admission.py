@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from draftgen import api
 from draftgen.cel_rules import rule_checker
-from draftgen_contracts import names
+from draftgen_contracts import drafters, names
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
 from draftgen_contracts.sglang_protocol import SGLANG_LAUNCHER
@@ -72,6 +72,12 @@ POD_VOLUMES = "!has(self.pods) || !has(self.pods.volumes)"
 # Where draftgen's containers that take server.volumeMounts (the server, the extraction) mount its own volumes.
 OWN_MOUNTS = [names.DATA_MOUNT, "/dev/shm", names.KEYS_MOUNT, names.CODE_MOUNT, "/tmp"]
 SGLANG_BACKEND_CEL = "!has(self.extraction) || !has(self.extraction.backend) || self.extraction.backend != 'sglang'"
+DRAFTERS_CEL = "(has(self.extraction.drafters) ? self.extraction.drafters : ['eagle3'])"
+
+
+def final_state_readers(kind: str) -> list[str]:
+    """The drafters whose `kind` export reads the final state (SpecForge's DFlash does not)."""
+    return [d for d in drafters.EXPORT_DRAFTERS[kind] if (kind, d) not in drafters.IGNORES_FINAL_STATE]
 EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
 SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
 
@@ -180,11 +186,20 @@ SPEC_RULES = [
          f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) || "
          f"((has(self.extraction.gpus) ? self.extraction.gpus : {EXTRACTION_GPUS}) == 0 && "
          f"(has(self.server.tensorParallelSize) ? self.server.tensorParallelSize : {SERVER_TP}) == 1)"),
-    Rule(".extraction.exports", "extraction.exports: " + ", ".join(
-             f"{kind} trains on the {state} final state (extraction.finalState: {state})"
-             for kind, state in EXPORT_FINAL_STATE.items()),
+    Rule(".extraction.drafters", "extraction.drafters: " + drafters.problem(["mtp"], None),
+         f"!has(self.extraction) || !{DRAFTERS_CEL}.all(d, d == 'mtp') || "
+         "(has(self.extraction.layers) && self.extraction.layers.size() > 0)"),
+    Rule(".extraction.exports", "extraction.exports: each trains some of extraction.drafters (" + "; ".join(
+             f"{kind}: {', '.join(served)}" for kind, served in drafters.EXPORT_DRAFTERS.items()) + ")",
          "!has(self.extraction) || !has(self.extraction.exports) || self.extraction.exports.all(e, " + " || ".join(
-             f"(e == '{kind}' && (has(self.extraction.finalState) ? self.extraction.finalState : 'post-norm') == '{state}')"
+             f"(e == '{kind}' && {DRAFTERS_CEL}.exists(d, d in {json.dumps(list(served))}))"
+             for kind, served in drafters.EXPORT_DRAFTERS.items()) + ")"),
+    Rule(".extraction.exports", "extraction.exports: " + ", ".join(
+             f"{kind} trains {', '.join(final_state_readers(kind))} on the {state} final state "
+             f"(extraction.finalState: {state})" for kind, state in EXPORT_FINAL_STATE.items()),
+         "!has(self.extraction) || !has(self.extraction.exports) || self.extraction.exports.all(e, " + " || ".join(
+             f"(e == '{kind}' && (!{DRAFTERS_CEL}.exists(d, d in {json.dumps(final_state_readers(kind))}) || "
+             f"(has(self.extraction.finalState) ? self.extraction.finalState : 'post-norm') == '{state}'))"
              for kind, state in EXPORT_FINAL_STATE.items()) + ")"),
 ]
 

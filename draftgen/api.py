@@ -275,9 +275,16 @@ class Merge(Model):
 class Extraction(Model):
     """EAGLE-3 hidden-state extraction over the merged corpus."""
 
-    enabled: bool = Field(False, description="Extract the target model's EAGLE-3 hidden states after the merge.")
-    layers: list[int] | None = Field(None, max_length=8, description=(
-        "Output layers of the auxiliary states (default {1, N/2-1, N-4} for N decoder layers)."))
+    enabled: bool = Field(False, description="Extract the target model's hidden states after the merge.")
+    drafters: list[Literal["eagle3", "dflash", "mtp"]] = Field(
+        default_factory=lambda: ["eagle3"], min_length=1, max_length=3, json_schema_extra=k8s(list_type="set"),
+        description=(
+            "The drafters the states serve; one forward stores every layer they read: eagle3 {1, N/2-1, N-4}, "
+            "dflash five layers from 1 to N-4, mtp the final state alone (with another drafter or layers); each "
+            "state export writes a layout per drafter its trainer trains (docs/eagle3.md#drafters)."))
+    layers: list[int] | None = Field(None, max_length=16, description=(
+        "Decoder layers (0-based) whose outputs are stored, replacing the drafters' defaults (eagle3 and dflash "
+        "then both read these)."))
     backend: Literal["transformers", "sglang"] = Field("transformers", description=(
         "What runs the target model: sglang (SGLang's own model runner with the generation server's "
         "image, tensor parallelism and flags; recommended for large and quantized models) or transformers "

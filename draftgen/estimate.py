@@ -11,6 +11,7 @@ spec.extraction.expectedTokensPerSecond until the extraction pod reports the rat
 
 from __future__ import annotations
 
+from draftgen_contracts import drafters
 from draftgen_contracts.hidden_state_layout import bytes_per_token, export_bytes, human_bytes
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.states import DATASET_DONE, DatasetState
@@ -31,7 +32,6 @@ EXPORT_WRITE_BYTES_PER_SECOND = 500e6
 
 # Fewer responses than this say more about which finish first (the short ones) than about the mean.
 MEASURED_AFTER_SAMPLES = 20
-DEFAULT_AUX_LAYERS = 3  # EAGLE-3's {1, N/2-1, N-4}
 
 
 def prior_response_tokens(spec: DatasetGenerationSpec, dataset: Dataset, found: DatasetReport | None) -> float:
@@ -122,11 +122,15 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
                                                        spec.extraction.too_long)
     response = sum(e.response_tokens for e in per_dataset)
     generated = [(d, e) for d, e in zip(spec.datasets, per_dataset) if d.kind != "traces"]  # traces cost no GPU
-    aux = len(spec.extraction.layers) if spec.extraction.layers else DEFAULT_AUX_LAYERS
+    # The model's layer count comes with its hidden size, from the preflight: no state bytes before.
+    num_layers = preflight.model.num_layers if preflight and preflight.model else 0
+    served = served_layers(spec, num_layers)
+    aux = len(drafters.layers_to_store(spec.extraction.drafters, num_layers, spec.extraction.layers)) \
+        if num_layers else 0
     states = int(stored * bytes_per_token(hidden_size, aux, spec.extraction.dtype)) \
         if spec.extraction.enabled and hidden_size else 0
     corpus_tokens = int(prompts) + sum(e.response_tokens for e in per_dataset)
-    exports = exports_bytes(spec, corpus_tokens, stored, sum(e.samples for e in per_dataset), hidden_size, aux)
+    exports = exports_bytes(spec, corpus_tokens, stored, sum(e.samples for e in per_dataset), hidden_size, served)
     disk = 2 * corpus_tokens * JSON_IDS_BYTES_PER_TOKEN + states + exports  # records, corpus, states, exports
     rate, basis = run_rate(spec, datasets, previous)
     left = sum(max(0, e.response_tokens - ((status[e.name].tokens or 0) if e.name in status else 0)) for _, e in generated)
@@ -156,15 +160,22 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
         assumptions=assumptions(spec, preflight, hidden_size, aux, (rate, basis), (extraction_tps, extraction_basis)))
 
 
+def served_layers(spec: DatasetGenerationSpec, num_layers: int) -> dict[str, list[int]]:
+    """drafter -> the layers it reads (none while the layer count is unknown)."""
+    return {d: drafters.drafter_layers(d, num_layers, spec.extraction.layers) if num_layers else []
+            for d in spec.extraction.drafters}
+
+
 def exports_bytes(spec: DatasetGenerationSpec, corpus_tokens: int, stored_tokens: float, samples: int,
-                  hidden_size: int | None, aux: int) -> int:
-    """What the corpus exports (merge.exports) and the state exports (extraction.exports) write: the
-    state exports only once the model's hidden size is known."""
+                  hidden_size: int | None, served: dict[str, list[int]]) -> int:
+    """What the corpus exports (merge.exports) and the state exports (extraction.exports, a layout per
+    drafter each trains) write: the state exports only once the model's hidden size is known."""
     corpus = sum(CORPUS_EXPORT_BYTES_PER_TOKEN[kind] * corpus_tokens for kind in spec.merge.exports)
     if not (spec.extraction.enabled and hidden_size):
         return corpus
-    return corpus + sum(export_bytes(kind, stored_tokens, samples, hidden_size, aux, spec.extraction.dtype)
-                        for kind in spec.extraction.exports)
+    return corpus + sum(export_bytes(kind, stored_tokens, samples, hidden_size,
+                                     drafters.export_aux_count(kind, d, served[d]), spec.extraction.dtype)
+                        for kind in spec.extraction.exports for d in drafters.exports_for(kind, list(served)))
 
 
 def assumptions(spec: DatasetGenerationSpec, preflight: Preflight | None, hidden_size: int | None, aux: int,

@@ -188,3 +188,18 @@ def test_existing_traces_count_in_the_corpus_but_not_in_the_rate_or_the_gpu_hour
     assert e.response_tokens == 150_000 and e.generated_tokens == 100_000
     # 90,000 tokens left of "a" at its own 500 tokens/s: the traces' write rate is no server's.
     assert e.tokens_per_second == 500 and e.generation_ends == "2026-12-01T00:03:00Z"
+
+
+def test_the_state_bytes_follow_the_layers_the_drafters_read_and_each_drafters_export():
+    """8 layers: eagle3 and dflash together store 5 aux layers; specforge exports both, speculators
+    all three (its MTP layout repeats the final state)."""
+    from draftgen_contracts.hidden_state_layout import export_bytes
+
+    spec = (SpecBuilder().dataset("a", budget=100_000)
+            .extraction(maxLength=4096, drafters=["eagle3", "dflash", "mtp"], finalState="pre-norm",
+                        exports=["speculators"]).spec())
+    e = estimate(spec, found(), [], None, NOW, hidden_size=64)
+    assert e.hidden_state_bytes == 140_000 * bytes_per_token(64, 5, "bf16")
+    assert "5 aux layers" in e.assumptions
+    states = sum(export_bytes("speculators", 140_000, 200, 64, aux, "bf16") for aux in (3, 5, 1))
+    assert e.export_bytes == states

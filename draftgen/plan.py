@@ -383,7 +383,7 @@ def extract_command(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
               "--out", f"{root}/{names.HIDDEN_STATES_DIR}",
               "--dtype", e.dtype, "--final-state", e.final_state, "--max-len", str(e.max_length),
               "--too-long", e.too_long, "--shard-mb", str(e.shard_mb),
-              *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
+              "--drafters", ",".join(e.drafters), *(["--aux-layers", ",".join(map(str, e.layers))] if e.layers else []),
               *[a for kind in e.exports for a in ("--export", kind)]]
     if e.backend == "sglang":
         return [*sglang_python(spec.server.command), "-m", "jobrunner", "extract", *common, "--backend", "sglang",

@@ -34,6 +34,7 @@ import os
 import shutil
 from pathlib import Path
 
+from draftgen_contracts import drafters
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
 from jobrunner import corpus
 
@@ -43,9 +44,12 @@ SPECFORGE_GROUP = 1000  # files per rows_* folder, as SpecForge's prepare_hidden
 PARQUET_ROW_GROUP = 1000
 
 
+UNFINISHED_SUFFIX = ".tmp"
+
+
 def unfinished(directory: Path) -> Path:
     """Where an export is built before it is swapped in."""
-    return directory.with_name(directory.name + ".tmp")
+    return directory.with_name(directory.name + UNFINISHED_SUFFIX)
 
 
 def _fresh(directory: Path) -> Path:
@@ -101,16 +105,15 @@ def _parquet(corpus_dir: Path, out: Path) -> None:
                 writer.write_table(pa.Table.from_pylist(rows, schema))
 
 
-def speculators_tensors(ids, aux, final, sample: dict) -> dict:
+def speculators_tensors(ids, aux, final, scales: tuple | None) -> dict:
     """hs_i's tensors: `token_ids` and `hidden_states` [L, K+1, H] (aux layers, then the final state),
-    and for fp8 states `hidden_states_scales` [L, K+1, 1], the key speculators' FP8Transfer dequantizes
-    with (hs_connectors/fp8_utils.py SCALES_KEY, hs-connectors 0.9.0)."""
+    and for fp8 states `hidden_states_scales` [L, K+1, 1] (`scales` = the aux and final scales), the key
+    speculators' FP8Transfer dequantizes with (hs_connectors/fp8_utils.py SCALES_KEY, hs-connectors 0.9.0)."""
     import torch
 
     states = {"token_ids": ids, "hidden_states": torch.cat([aux, final.unsqueeze(1)], dim=1).contiguous()}
-    if "aux_hidden_states_scales" in sample:
-        scales = [sample["aux_hidden_states_scales"], sample["final_hidden_state_scales"].unsqueeze(1)]
-        states["hidden_states_scales"] = torch.cat(scales, dim=1).contiguous()
+    if scales is not None:
+        states["hidden_states_scales"] = torch.cat([scales[0], scales[1].unsqueeze(1)], dim=1).contiguous()
     return states
 
 
@@ -120,35 +123,54 @@ def corpus_facts(corpus_dir: str | os.PathLike) -> dict[str, tuple[str, bool, bo
             for split in corpus.SPLITS for r in corpus.iter_heads(corpus_dir, split)}
 
 
-def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os.PathLike) -> Path:
-    """One complete trainer input per split, `exports/<kind>/train/` and `exports/<kind>/eval/`, so
-    the eval split never leaks into what a trainer is pointed at; `manifest.json` beside them lists
-    each split's samples and how many were truncated or cut at the budget."""
+def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os.PathLike) -> list[Path]:
+    """`kind`'s layout for each drafter the states serve that it trains (draftgen_contracts/drafters.py),
+    into `exports/<folder>/`; returns the folders written."""
     from jobrunner.hidden_states.store import INDEX_NAME
 
     states_dir = Path(states_dir)
     index = json.loads((states_dir / INDEX_NAME).read_text())
-    final_state = index["run"]["final_state"]
-    needed = EXPORT_FINAL_STATE.get(kind)
-    if needed is None:
+    if kind not in STATE_EXPORTS:
         raise ValueError(f"export {kind!r}: expected one of {STATE_EXPORTS}")
-    if final_state != needed:
-        raise ValueError(f"{kind} trains on the {needed} final state; these states hold {final_state} "
-                         f"(extract again with --final-state {needed})")
+    served = served_drafters(index["run"])
+    chosen = drafters.exports_for(kind, list(served))
+    if not chosen:
+        raise ValueError(f"{kind} trains none of the drafters these states serve ({', '.join(served)}): "
+                         f"it trains {', '.join(drafters.EXPORT_DRAFTERS[kind])}")
     facts = corpus_facts(corpus_dir)
-    target = states_dir / "exports" / kind
+    return [export_drafter(states_dir, index, kind, d, served[d], facts, Path(corpus_dir)) for d in chosen]
+
+
+def served_drafters(run: dict) -> dict[str, list[int]]:
+    """drafter -> the layers it reads; states extracted before drafters were named served EAGLE-3 alone."""
+    return run.get("drafters") or {"eagle3": run["aux_layers"]}
+
+
+def export_drafter(states_dir: Path, index: dict, kind: str, drafter: str, layers: list[int],
+                   facts: dict[str, tuple[str, bool, bool]], corpus_dir: Path) -> Path:
+    """One complete trainer input per split, `<folder>/train/` and `<folder>/eval/`, so the eval split
+    never leaks into what a trainer is pointed at; `manifest.json` beside them lists each split's
+    samples and how many were truncated or cut at the budget."""
+    final_state = index["run"]["final_state"]
+    needed = EXPORT_FINAL_STATE[kind]
+    if final_state != needed and (kind, drafter) not in drafters.IGNORES_FINAL_STATE:
+        raise ValueError(f"{kind} trains {drafter} on the {needed} final state; these states hold {final_state} "
+                         f"(extract again with --final-state {needed})")
+    target = states_dir / "exports" / drafters.export_folder(kind, drafter)
     tmp = _fresh(target)
+    picked = [index["run"]["aux_layers"].index(layer) for layer in layers]
     splits = {}
     for split in corpus.SPLITS:
         sample_ids = sorted(sid for sid in index["samples"] if facts[sid][0] == split)
         if sample_ids:
             (tmp / split).mkdir()
-            _export_split(states_dir, index, kind, sample_ids, facts, tmp / split)
+            _export_split(states_dir, index, kind, drafter, picked, sample_ids, facts, tmp / split)
             splits[split] = {"folder": split, "samples": len(sample_ids), "sample_ids": f"{split}/sample_ids.json",
                              "truncated": sum(facts[s][1] for s in sample_ids),
                              "cut_at_budget": sum(facts[s][2] for s in sample_ids)}
-    vocab = _with_vocabulary(Path(corpus_dir), kind, tmp)
-    (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "final_state": final_state, "splits": splits,
+    vocab = _with_vocabulary(corpus_dir, kind, tmp)
+    (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "drafter": drafter, "aux_layers": layers,
+                                                   "final_state": final_state, "splits": splits,
                                                    "vocabulary": vocab}, indent=2))
     return _commit(tmp, target)
 
@@ -165,8 +187,8 @@ def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
     return [str((into / name).relative_to(out)) for name in vocabulary.torch_files(corpus_dir, kind, into)]
 
 
-def _export_split(states_dir: Path, index: dict, kind: str, sample_ids: list[str],
-                  facts: dict[str, tuple[str, bool, bool]], out: Path) -> None:
+def _export_split(states_dir: Path, index: dict, kind: str, drafter: str, picked: list[int],
+                  sample_ids: list[str], facts: dict[str, tuple[str, bool, bool]], out: Path) -> None:
     import torch
     from safetensors.torch import save_file
 
@@ -177,27 +199,52 @@ def _export_split(states_dir: Path, index: dict, kind: str, sample_ids: list[str
         # SpecForge reads bf16 states; speculators' FP8Transfer dequantizes fp8 values and scales itself.
         s = load_sample(states_dir, sid, index, dequantize=kind == "specforge")
         ids, mask = s["input_ids"].to(torch.int64), s["loss_mask"].to(torch.int64)
-        aux, final = s["aux_hidden_states"], s["final_hidden_state"]
         _, truncated, cut = facts[sid]
         if kind == "specforge":
             group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
             folder = out / f"rows_{group:08d}-{group + SPECFORGE_GROUP:08d}"
             folder.mkdir(exist_ok=True)
+            tensors = specforge_tensors(drafter, ids, mask, s["aux_hidden_states"][:, picked], s["final_hidden_state"],
+                                        truncated, cut)
             # clone(): torch.save writes a view's whole storage, here the whole shard the sample was read
-            # from, into every file (measured: 2.9 MB a file for 0.1 MB of states). The two flags ride
-            # along as 0-d tensors; SpecForge's loader reads only the keys it names.
-            tensors = {"input_ids": ids, "loss_mask": mask, "hidden_state": final.unsqueeze(0),
-                       "aux_hidden_state": aux.reshape(aux.shape[0], -1).unsqueeze(0),
-                       "truncated": torch.tensor(truncated), "cut_at_budget": torch.tensor(cut)}
+            # from, into every file (measured: 2.9 MB a file for 0.1 MB of states).
             torch.save({k: t.clone() for k, t in tensors.items()}, folder / f"data_{i:08d}.ckpt")
         else:
             (out / "hidden_states").mkdir(exist_ok=True)
-            save_file(speculators_tensors(ids, aux, final, s), str(out / "hidden_states" / f"hs_{i}.safetensors"))
+            aux, final, scales = speculators_inputs(drafter, s, picked)
+            save_file(speculators_tensors(ids, aux, final, scales), str(out / "hidden_states" / f"hs_{i}.safetensors"))
             rows.add({"sample_id": sid, "input_ids": ids.tolist(), "loss_mask": mask.tolist(), "seq_len": len(ids),
                       "truncated": truncated, "cut_at_budget": cut})
     if rows is not None:
         rows.close()
     (out / "sample_ids.json").write_text(json.dumps(sample_ids))
+
+
+def specforge_tensors(drafter: str, ids, mask, aux, final, truncated: bool, cut: bool) -> dict:
+    """The keys SpecForge's offline reader requires for the drafter (its FeatureContract's storage
+    tensors, specforge/algorithms/*/providers.py): EAGLE-3 `hidden_state` [1, L, H] (the post-norm
+    final state) and `aux_hidden_state` [1, L, K*H]; DFlash `hidden_states` [1, L, K*H]. The two flags
+    ride along as 0-d tensors; its loader reads only the keys it names."""
+    import torch
+
+    flat = aux.reshape(aux.shape[0], -1).unsqueeze(0)
+    states = ({"hidden_state": final.unsqueeze(0), "aux_hidden_state": flat} if drafter == "eagle3"
+              else {"hidden_states": flat})
+    return {"input_ids": ids, "loss_mask": mask, **states, "truncated": torch.tensor(truncated),
+            "cut_at_budget": torch.tensor(cut)}
+
+
+def speculators_inputs(drafter: str, sample: dict, picked: list[int]) -> tuple:
+    """(aux, final, scales or None) of speculators' layout for the drafter: the picked layers, or for
+    MTP the final state as its one auxiliary state (its drafter reads the last layer's output)."""
+    final = sample["final_hidden_state"]
+    scaled = "final_hidden_state_scales" in sample
+    if drafter == "mtp":
+        scales = (sample["final_hidden_state_scales"].unsqueeze(1), sample["final_hidden_state_scales"]) \
+            if scaled else None
+        return final.unsqueeze(1), final, scales
+    scales = (sample["aux_hidden_states_scales"][:, picked], sample["final_hidden_state_scales"]) if scaled else None
+    return sample["aux_hidden_states"][:, picked], final, scales
 
 
 ARROW_FILE = "data-00000-of-00001.arrow"

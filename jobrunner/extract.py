@@ -23,6 +23,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from draftgen_contracts import drafters as drafter_choice
 from draftgen_contracts import exit_codes, hidden_state_layout, names, provenance
 from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
@@ -43,25 +44,31 @@ def corpus_tokens(manifest: dict, splits: list[str]) -> int:
 
 
 def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_layers: list[int] | None = None,
-            final_state: str = "post-norm", dtype: str = "bf16", max_len: int | None = None,
+            drafters: list[str] = ("eagle3",), final_state: str = "post-norm", dtype: str = "bf16", max_len: int | None = None,
             too_long: str = "truncate", max_batch_tokens: int = 16384, max_batch_size: int = 64,
             sort_window: int = 2048, shard_mb: float = 1024, backend_name: str = "transformers", make_backend=None,
             publish=None, log=print) -> dict:
-    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index.
-    `backend_name` says what `make_backend` makes (recorded with the states; a resume must match);
+    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index. One forward
+    stores every auxiliary layer the `drafters` read (`aux_layers` replaces their defaults) and the
+    final state. `backend_name` says what `make_backend` makes (recorded with the states; a resume must match);
     `publish` takes the progress document's text now and then (jobrunner.hidden_states.progress)."""
     from jobrunner.hidden_states.transformers_backend import model_dims
 
     manifest = corpus.read_manifest(corpus_dir)
     discard_unfinished_exports(Path(out_dir))  # an export a crash or a full volume cut short: its room back
     num_layers, hidden = model_dims(model_path)
-    layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(num_layers)
+    problem = drafter_choice.problem(list(drafters), aux_layers)
+    if problem:
+        raise ValueError(problem)
+    layers = drafter_choice.layers_to_store(list(drafters), num_layers, aux_layers)
     check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
     out_dir = Path(out_dir)
-    estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, log)
+    served = {d: drafter_choice.drafter_layers(d, num_layers, aux_layers) for d in drafters}
+    estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, served, log)
     reporter = ExtractionReporter(out_dir, estimate["tokens"], publish, log=log)
     store = ShardStore(out_dir, {
         "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
+        "drafters": served,
         "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
         "max_len": max_len, "too_long": too_long, "backend": backend_name})
     if store.samples:
@@ -137,11 +144,13 @@ def check_settings(layers: list[int], num_layers: int, final_state: str, max_len
 
 
 def write_estimate(out_dir: Path, tokens: int, hidden: int, layers: list[int], dtype: str, splits: list[str],
-                   log) -> dict:
-    """The bytes the states will take, written and said before any weight is loaded."""
+                   served: dict[str, list[int]], log) -> dict:
+    """The bytes the states will take, written and said before any weight is loaded; `served` maps each
+    drafter to the layers it reads (what its exports will hold)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     estimate = plan.size_estimate(tokens, hidden, len(layers), dtype)
-    estimate.update(splits=splits, aux_layers=layers, note="upper bound when --max-len truncates or skips")
+    estimate.update(splits=splits, aux_layers=layers, drafters=served,
+                    note="upper bound when --max-len truncates or skips")
     write_json_atomically(out_dir / ESTIMATE_NAME, estimate)
     free = shutil.disk_usage(out_dir).free
     log(f"extract: {estimate['tokens']} tokens x {estimate['bytes_per_token']} B/token = "
@@ -212,8 +221,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the target model (a transformers checkpoint directory)")
     parser.add_argument("--out", required=True, help="output directory (shards, index.json, estimate.json)")
     parser.add_argument("--split", choices=["train", "eval", "all"], default="all")
-    parser.add_argument("--aux-layers", help="comma-separated decoder layer numbers, 0-based "
-                        "(default EAGLE-3's 1,N//2-1,N-4 = output_hidden_states indices 2,N//2,N-3)")
+    parser.add_argument("--drafters", default="eagle3", help="comma-separated drafters the states serve, of "
+                        f"{','.join(drafter_choice.DRAFTERS)}: one forward stores every layer they read "
+                        "(draftgen_contracts/drafters.py) and each state export writes a layout per drafter")
+    parser.add_argument("--aux-layers", help="comma-separated decoder layer numbers, 0-based, replacing the "
+                        "drafters' defaults (EAGLE-3's 1,N//2-1,N-4 = output_hidden_states indices 2,N//2,N-3)")
     parser.add_argument("--final-state", choices=FINAL_STATES, default="post-norm")
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="bf16")
     parser.add_argument("--max-len", type=int, help="longest sequence extracted (default: no limit)")
@@ -241,10 +253,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def discard_unfinished_exports(out_dir: Path) -> None:
-    from jobrunner.exports import unfinished
+    from jobrunner.exports import UNFINISHED_SUFFIX
 
-    for kind in hidden_state_layout.EXPORT_FINAL_STATE:
-        shutil.rmtree(unfinished(out_dir / "exports" / kind), ignore_errors=True)
+    for folder in (out_dir / "exports").glob("*" + UNFINISHED_SUFFIX):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stop_for_room(out_dir: Path, exports: list[str], publish) -> str:
@@ -260,12 +272,15 @@ def stop_for_room(out_dir: Path, exports: list[str], publish) -> str:
     estimate = json.loads(estimate_file.read_text()) if estimate_file.exists() else None
     shards = [(read_shard_header(p), p.stat().st_size) for p in out_dir.glob("shard-*.safetensors")]
     tokens, stored = sum(h["offsets"][-1] for h, _ in shards), sum(size for _, size in shards)
-    left = [kind for kind in exports if not (out_dir / "exports" / kind).exists()]
+    served = (estimate or {}).get("drafters") or {"eagle3": (estimate or {}).get("aux_layers", [])}
+    left = [(kind, d) for kind in exports for d in drafter_choice.exports_for(kind, list(served))
+            if not (out_dir / "exports" / drafter_choice.export_folder(kind, d)).exists()]
     states = max(0, estimate["bytes"] - stored) if estimate else 0
-    what = [*(["the hidden states"] if states or not estimate else []), *(f"the {kind} export" for kind in left)]
-    still = states + sum(hidden_state_layout.export_bytes(kind, estimate["tokens"], 0, estimate["hidden_size"],
-                                                          estimate["aux_count"], estimate["dtype"])
-                         for kind in left if estimate)
+    what = [*(["the hidden states"] if states or not estimate else []),
+            *(f"the {drafter_choice.export_folder(kind, d)} export" for kind, d in left)]
+    still = states + sum(hidden_state_layout.export_bytes(
+        kind, estimate["tokens"], 0, estimate["hidden_size"],
+        drafter_choice.export_aux_count(kind, d, served[d]), estimate["dtype"]) for kind, d in left if estimate)
     said = needs(" and ".join(what), out_dir, still)
     if publish is not None:
         samples = sum(len(h["sample_ids"]) for h, _ in shards)
@@ -278,7 +293,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
         splits = list(corpus.SPLITS) if args.split == "all" else [args.split]
-        extract(args.corpus, args.out, args.model, splits=splits, aux_layers=layers, final_state=args.final_state,
+        extract(args.corpus, args.out, args.model, splits=splits, aux_layers=layers,
+                drafters=args.drafters.split(","), final_state=args.final_state,
                 dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
                 max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
                 sort_window=args.sort_window, shard_mb=args.shard_mb, backend_name=args.backend,
@@ -287,7 +303,8 @@ def main(args: argparse.Namespace) -> int:
             from jobrunner.exports import export_states
 
             for kind in args.export:
-                print(f"extract: export {kind} -> {export_states(args.out, kind, args.corpus)}")
+                for folder in export_states(args.out, kind, args.corpus):
+                    print(f"extract: export {kind} -> {folder}")
     except Exception as e:
         if ran_out_of_room(e, Path(args.out)):
             say_on_stderr(f"jobrunner extract: {stop_for_room(Path(args.out), args.export, publisher(args.report_configmap))}")

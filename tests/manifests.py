@@ -76,6 +76,11 @@ INVALID = {
     "int8 dtype": (manifest(extraction={"dtype": "int8"}), "spec.extraction.dtype"),
     "a speculators export of post-norm states": (manifest(extraction={"exports": ["speculators"]}),
                                                  "spec.extraction.exports"),
+    "mtp alone, with no layer to capture besides": (manifest(extraction={"drafters": ["mtp"]}),
+                                                    "spec.extraction.drafters"),
+    "an unknown drafter": (manifest(extraction={"drafters": ["medusa"]}), "spec.extraction.drafters[0]"),
+    "a specforge export of mtp states (SpecForge trains no MTP)": (
+        manifest(extraction={"drafters": ["mtp"], "layers": [3], "exports": ["specforge"]}), "spec.extraction.exports"),
     "an unknown extraction backend": (manifest(extraction={"backend": "vllm"}), "spec.extraction.backend"),
     "sglang extraction with a server that is not SGLang's launcher": (
         manifest(server={"image": "x", "command": ["jobrunner", "simulate"]}, extraction={"backend": "sglang"}),
@@ -171,6 +176,9 @@ VALID = {
     "a per-dataset chat template": with_dataset(chatTemplate={"enableThinking": True, "kwargs": {"x": 1}}),
     "a null quantity is an absent one (the API server prunes it)": manifest(merge={"resources": {
         "requests": {"cpu": None, "memory": "2Gi"}}}),
+    "SpecForge's DFlash and speculators from one pre-norm extraction (SpecForge's DFlash reads no final state)":
+        manifest(extraction={"drafters": ["dflash", "mtp"], "finalState": "pre-norm",
+                             "exports": ["specforge", "speculators"]}),
     "quantities as Kubernetes takes them, numbers too": manifest(merge={"resources": {
         "requests": {"cpu": 2, "memory": "2Gi"}, "limits": {"cpu": "1500m", "memory": 4_000_000_000}}}),
 }

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from draftgen_contracts.drafters import eagle3_layers as default_aux_layers
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 
 TOO_LONG_POLICIES = ("truncate", "skip")
-
-
-def default_aux_layers(num_layers: int) -> list[int]:
-    """EAGLE-3's default auxiliary layers (0-based decoder layer numbers)."""
-    return [1, num_layers // 2 - 1, num_layers - 4]
 
 
 def check_aux_layers(layers: list[int], num_layers: int) -> None:

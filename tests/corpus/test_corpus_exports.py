@@ -49,7 +49,7 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
     other = "speculators" if kind == "specforge" else "specforge"
     with pytest.raises(ValueError, match="final state"):
         exports.export_states(out, other, corpus_dir)
-    exp = exports.export_states(out, kind, corpus_dir) / "train"
+    exp = exports.export_states(out, kind, corpus_dir)[0] / "train"
     ids = json.loads((exp / "sample_ids.json").read_text())
     assert ids == sorted(index["samples"])
     facts = exports.corpus_facts(corpus_dir)
@@ -91,7 +91,7 @@ def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_
         out = tmp_path / kind
         index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state=final_state,
                         log=lambda *_: None)
-        exp = exports.export_states(out, kind, corpus_dir) / "train"
+        exp = exports.export_states(out, kind, corpus_dir)[0] / "train"
         sid = sorted(index["samples"])[0]
         s = load_sample(out, sid, index)
         if kind == "speculators":
@@ -111,7 +111,7 @@ def test_state_exports_keep_the_splits_apart_and_say_what_each_holds(corpus_dir,
     out = tmp_path / "states"
     index = extract(corpus_dir, out, model, splits=list(corpus.SPLITS), dtype="fp32", final_state="post-norm",
                     log=lambda *_: None)
-    exp = exports.export_states(out, "specforge", corpus_dir)
+    exp, = exports.export_states(out, "specforge", corpus_dir)
     manifest = json.loads((exp / "manifest.json").read_text())
     by_split = {split: json.loads((exp / split / "sample_ids.json").read_text()) for split in corpus.SPLITS}
     for split, ids in by_split.items():
@@ -124,3 +124,47 @@ def test_state_exports_keep_the_splits_apart_and_say_what_each_holds(corpus_dir,
         assert len(list((exp / split).rglob("data_*.ckpt"))) == len(ids)
     assert sorted(by_split["train"] + by_split["eval"]) == sorted(index["samples"])
     assert sum(m["cut_at_budget"] for m in manifest["splits"].values()) > 0
+
+
+def test_one_forward_serves_eagle3_dflash_and_mtp_and_each_export_picks_its_layers(corpus_dir, tmp_path):
+    """The tiny model has 8 layers: EAGLE-3 reads [1, 3, 4], DFlash [1, 2, 3, 4, 5], so one forward
+    stores five layers; each export holds exactly its drafter's, from the same stored tensors."""
+    from safetensors.torch import load_file
+
+    model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
+    out = tmp_path / "states"
+    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state="pre-norm",
+                    drafters=["eagle3", "dflash", "mtp"], log=lambda *_: None)
+    assert index["run"]["aux_layers"] == [1, 2, 3, 4, 5]
+    assert index["run"]["drafters"] == {"eagle3": [1, 3, 4], "dflash": [1, 2, 3, 4, 5], "mtp": []}
+    assert json.loads((out / "estimate.json").read_text())["aux_count"] == 5  # the bytes follow the layers
+    folders = exports.export_states(out, "speculators", corpus_dir)
+    assert [f.name for f in folders] == ["speculators", "speculators-dflash", "speculators-mtp"]
+    with pytest.raises(ValueError, match="post-norm"):  # SpecForge's EAGLE-3 reads the post-norm state
+        exports.export_states(out, "specforge", corpus_dir)
+    sid = sorted(index["samples"])[0]
+    s = load_sample(out, sid, index)
+    aux, final = s["aux_hidden_states"], s["final_hidden_state"]
+    for folder, want in zip(folders, (aux[:, [0, 2, 3]], aux, final.unsqueeze(1))):
+        d = load_file(folder / "train" / "hidden_states" / "hs_0.safetensors")
+        assert torch.equal(d["hidden_states"], torch.cat([want, final.unsqueeze(1)], dim=1)), folder.name
+        assert json.loads((folder / "manifest.json").read_text())["drafter"] in folder.name + "-eagle3"
+
+
+def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir, tmp_path):
+    model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
+    out = tmp_path / "states"
+    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state="pre-norm",
+                    drafters=["dflash"], log=lambda *_: None)
+    folder, = exports.export_states(out, "specforge", corpus_dir)
+    assert folder.name == "specforge-dflash"
+    d = torch.load(folder / "train" / "rows_00000000-00001000" / "data_00000000.ckpt")
+    s = load_sample(out, sorted(index["samples"])[0], index)
+    assert set(d) == {"input_ids", "loss_mask", "hidden_states", "truncated", "cut_at_budget"}
+    assert torch.equal(d["hidden_states"][0], s["aux_hidden_states"].flatten(1))
+    with pytest.raises(ValueError, match="final state alone"):  # both backends capture some layer besides
+        extract(corpus_dir, tmp_path / "mtp", model, splits=["train"], drafters=["mtp"], log=lambda *_: None)
+    extract(corpus_dir, tmp_path / "mtp", model, splits=["train"], drafters=["mtp"], aux_layers=[5],
+            final_state="pre-norm", log=lambda *_: None)
+    with pytest.raises(ValueError, match="specforge trains none of the drafters these states serve"):
+        exports.export_states(tmp_path / "mtp", "specforge", corpus_dir)

@@ -64,6 +64,13 @@ def run(tmp_path_factory) -> dict[str, Path]:
                         "--model", str(base / "models" / "tiny"), "--out", str(out), "--final-state", "pre-norm",
                         "--dtype", dtype, "--export", "speculators"], check=True, capture_output=True)
         paths[f"speculators-{dtype}"] = out
+    # DFlash's five layers and MTP's final state, from one pre-norm forward, for both trainers.
+    out = base / "more-drafters"
+    subprocess.run([sys.executable, "-m", "jobrunner.cli", "extract", "--corpus", str(root / "corpus"),
+                    "--model", str(base / "models" / "tiny"), "--out", str(out), "--final-state", "pre-norm",
+                    "--drafters", "dflash,mtp", "--export", "specforge", "--export", "speculators"],
+                   check=True, capture_output=True)
+    paths["more-drafters"] = out
     return paths
 
 
@@ -193,6 +200,54 @@ def test_responses_cut_at_the_budget_are_marked_in_the_corpus_and_in_every_expor
         pa.memory_map(str(arrow / split / "data-00000-of-00001.arrow"))).read_all().to_pylist()]
     assert {r["sample_id"] for r in rows if r["cut_at_budget"]} == cut
     assert sum(m["cut_at_budget"] for m in manifest["splits"].values()) == len(cut)
+
+
+def test_specforges_dflash_reader_takes_the_five_layer_states(run):
+    """SpecForge's DFlash offline reader, normalizer and collator (its provider's own builders,
+    specforge/algorithms/common/dflash_family_data.py) over the specforge-dflash export: every sample
+    with its five layers concatenated in layer order."""
+    from specforge.algorithms.common.dflash_family_data import (build_collator, build_offline_reader,
+                                                               normalize_offline_sample)
+    from specforge.runtime.data_plane.feature_store import load_feature_file
+
+    states_dir = run["more-drafters"]
+    index = json.loads((states_dir / INDEX_NAME).read_text())
+    assert index["run"]["drafters"]["dflash"] == [1, 2, 3, 4, 5] == index["run"]["aux_layers"]
+    export = states_dir / "exports" / "specforge-dflash"
+    sample_ids = json.loads((export / "train" / "sample_ids.json").read_text())
+    refs = build_offline_reader("dflash", str(export / "train"), run_id="t", ttt_length=1, max_len=MAX_LEN).read()
+    assert len(refs) == len(sample_ids) == len(train_ids(run))
+    batch = []
+    for ref in refs:
+        ours = load_sample(states_dir, sample_ids[ref.metadata["file_index"]], index)
+        sample = normalize_offline_sample(load_feature_file(ref.feature_store_uri.removeprefix("file://")), MAX_LEN)
+        assert torch.equal(sample["hidden_states"][0], ours["aux_hidden_states"].flatten(1).bfloat16())
+        assert torch.equal(sample["input_ids"][0], ours["input_ids"])
+        batch.append(sample)
+    assert build_collator()(batch[:2])["hidden_states"].shape[-1] == 5 * 64
+
+
+@pytest.mark.parametrize("drafter, layers", [("dflash", 5), ("mtp", 1)])
+def test_speculators_reads_its_dflash_and_mtp_layouts(run, drafter, layers):
+    """speculators' ArrowDataset and CollateFn as its trainer builds them for the drafter
+    (num_target_layers = its draft's len(target_layer_ids): 5 for this DFlash, 1 for MTP, whose one
+    target layer is the last layer's output, the pre-norm final state)."""
+    from hs_connectors.transfer import FileTransfer
+    from speculators.train.data import ArrowDataset, CollateFn
+
+    states_dir = run["more-drafters"]
+    index = json.loads((states_dir / INDEX_NAME).read_text())
+    export = states_dir / "exports" / f"speculators-{drafter}" / "train"
+    sample_ids = json.loads((export / "sample_ids.json").read_text())
+    dataset = ArrowDataset(MAX_LEN, export, transfer=FileTransfer(export / "hidden_states"), on_missing="raise")
+    assert len(dataset) == len(sample_ids) == len(train_ids(run))
+    for i, sid in enumerate(sample_ids):
+        item, ours = dataset[i], load_sample(states_dir, sid, index)
+        final = ours["final_hidden_state"]
+        want = ours["aux_hidden_states"].flatten(1) if drafter == "dflash" else final
+        assert torch.equal(item["hidden_states"], want) and torch.equal(item["verifier_last_hidden_states"], final)
+    batch = CollateFn(MAX_LEN, hidden_size=64, num_target_layers=layers)([dataset[0], dataset[1]])
+    assert batch["hidden_states"].shape == (1, MAX_LEN, layers * 64)
 
 
 def trainable_rows(corpus_dir: Path):
