@@ -8,7 +8,9 @@ Corpus exports (`jobrunner merge --export KIND`, into CORPUS/exports/KIND/):
   (`_passthrough_pretokenized` in speculators/data_generation/preprocessing.py, seen at c05b95b).
 
 State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/SPLIT/, train and eval apart, so
-a trainer pointed at `train/` never sees the eval split), one file per sample in sample-id order, with
+a trainer pointed at `train/` never sees the eval split; for each drafter the states serve that KIND
+trains, EAGLE-3's in KIND/, the others' in KIND-<drafter>/, each with its drafter's layers alone,
+draftgen_contracts/drafters.py), one file per sample in sample-id order, with
 `sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts;
 the merge's draft-vocabulary files (jobrunner/vocabulary.py) go where each trainer looks for them
 (`_with_vocabulary`):

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
+
+import numpy as np
 
 from draftgen import cli
 from draftgen_dev.demo_assets import write_datasets
-from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, special_token_ids
+from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, VOCAB_SIZE, special_token_ids
 from jobrunner.corpus import iter_corpus
 from jobrunner.datasets import read_rows
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
@@ -23,6 +26,7 @@ from tests.local_run.conftest import quickstart, write_spec
 from tests.real_sglang.test_sglang_extraction import sglang_extract
 
 BUDGET = 300
+DRAFT_VOCAB = 64  # below the model's vocabulary, so the merge writes the d2t/t2d maps
 # bf16 states of one model from two backends differ by the rounding of each layer's bf16 arithmetic
 # (a few units in the last place: 0.0625 at magnitude 2 seen); held as the norm of the difference
 # over the norm of the states (the float32 equality is tests/real_sglang/test_sglang_extraction.py's).
@@ -61,6 +65,7 @@ def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_lik
     prompts = write_datasets(data / "prompts", rows_per_dataset=40)
     spec = quickstart(budget_tokens=BUDGET, server_args=[])
     spec["spec"]["model"].update(path="kimi-like", trustRemoteCode=True, chatTemplate={"enableThinking": False})
+    spec["spec"]["merge"]["draftVocabSize"] = DRAFT_VOCAB
     spec["spec"]["datasets"][0]["chatTemplate"] = {"enableThinking": True}  # chat thinks, the others do not
     code = cli.main(["run", str(write_spec(tmp_path / "kimi.yaml", spec)), "--data-dir", str(data),
                      "--model-dir", str(kimi_like), "--server-url", kimi_server.base_url])
@@ -94,6 +99,17 @@ def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_lik
     assert session["recommended_sampling"] == RECOMMENDED_SAMPLING
     assert session["datasets"]["chat"]["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True}
     assert session["datasets"]["tools"]["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
+
+    # The merge counted the custom tokenizer's trainable ids of the train split and mapped the draft
+    # vocabulary onto the language model's, whose size it read under text_config.
+    vocab = root / "corpus" / "vocab"
+    counted = json.loads((vocab / "token_freq.json").read_text())["counts"]
+    trainable = Counter(t for r in iter_corpus(root / "corpus", "train")
+                        for t, m in zip(r["input_ids"], r["loss_mask"]) if m)
+    assert {int(t): n for t, n in counted.items()} == trainable
+    t2d, d2t = np.load(vocab / f"t2d-{DRAFT_VOCAB}.npy"), np.load(vocab / f"d2t-{DRAFT_VOCAB}.npy")
+    assert t2d.shape == (VOCAB_SIZE,) and t2d.sum() == DRAFT_VOCAB
+    assert sorted(d2t + np.arange(DRAFT_VOCAB)) == sorted(np.flatnonzero(t2d))
 
     # Both extraction backends over the same corpus store the same states.
     index = json.loads((root / "hidden-states" / INDEX_NAME).read_text())
