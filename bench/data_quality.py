@@ -46,11 +46,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from draftgen_dev.tiny_model import build_tiny_llama, build_tiny_tokenizer  # noqa: E402
-from tests.trainers.trainer_packages import use_trainer_packages  # noqa: E402
+from draftgen_dev.tiny_model import build_tiny_llama, build_tiny_tokenizer
+from draftgen_dev.trainer_packages import use_trainer_packages
 
 TOPICS = ["sorting a list", "the boiling point of water", "binary search", "a haiku about rain", "prime numbers",
           "HTTP status codes", "the Pythagorean theorem", "unit tests", "a packing list", "recursion"]
@@ -58,7 +55,6 @@ OPENERS = ["In short,", "Well,", "Put simply,", "Here is the idea:", "To begin,"
 VERBS = ["explains", "shows", "describes", "covers", "teaches"]
 ENDINGS = ["That is the whole story.", "Try it yourself.", "It is simpler than it looks.", "Ask if unsure."]
 VOCAB = 512
-MAX_NEW = 48
 TEMPERATURE = 0.7
 MAX_LEN = 2048
 
@@ -113,7 +109,7 @@ def train_target(model_dir: Path, tok, pairs: list[tuple[list[int], int]], steps
     print(f"target: trained {steps} steps on the original answers, last loss {float(loss):.3f}", flush=True)
 
 
-def generate(model_dir: Path, tok, prompts: list[list[int]], greedy: bool, seed: int) -> list[list[int]]:
+def generate(model_dir: Path, tok, prompts: list[list[int]], greedy: bool, seed: int, max_new: int) -> list[list[int]]:
     """The target's answers (prompt + response ids, up to its end of turn), left-padded batches."""
     from transformers import AutoModelForCausalLM
 
@@ -127,7 +123,7 @@ def generate(model_dir: Path, tok, prompts: list[list[int]], greedy: bool, seed:
         ids = torch.tensor([[tok.pad_token_id] * (longest - len(p)) + p for p in chunk])
         mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in chunk])
         with torch.no_grad():
-            made = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=MAX_NEW, do_sample=not greedy,
+            made = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, do_sample=not greedy,
                                   temperature=TEMPERATURE if not greedy else None, top_p=None, top_k=None,
                                   eos_token_id=eos, pad_token_id=tok.pad_token_id)
         for p, row in zip(chunk, made[:, longest:].tolist()):
@@ -238,10 +234,10 @@ def run_seed(seed: int, args, base: Path) -> dict:
     train_target(target, tok, originals, args.target_steps, seed)
     prompts = [encode(tok, q, None) for q in train_q]
     regenerated = [(ids, p_len) for ids, (_, p_len) in zip(
-        generate(target, tok, [p for p, _ in prompts], greedy=False, seed=seed), prompts)]
+        generate(target, tok, [p for p, _ in prompts], greedy=False, seed=seed, max_new=args.max_new), prompts)]
     held_out = [encode(tok, q, None) for q in eval_q]
     greedy = [(ids, p_len) for ids, (_, p_len) in zip(
-        generate(target, tok, [p for p, _ in held_out], greedy=True, seed=seed), held_out)]
+        generate(target, tok, [p for p, _ in held_out], greedy=True, seed=seed, max_new=args.max_new), held_out)]
     with_cut, without_cut = cut_last_wave(regenerated, args.wave, rng)
     eval_items = states(target, greedy)
     corpora = {"original": originals, "regenerated": regenerated, "with cut": with_cut, "without cut": without_cut}
@@ -268,6 +264,8 @@ def main() -> int:
     parser.add_argument("--target-steps", type=int, default=300, help="steps fitting the target to the originals")
     parser.add_argument("--steps", type=int, default=200, help="drafter training steps, every corpus")
     parser.add_argument("--batch", type=int, default=8, help="samples per drafter step")
+    parser.add_argument("--max-new", type=int, default=128, help="longest response the target writes (its "
+                        "answers end before; the original answers are about 95 tokens)")
     parser.add_argument("--wave", type=int, default=64, help="responses in flight at the budget (cut)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
@@ -275,7 +273,7 @@ def main() -> int:
     from loguru import logger  # speculators' logging: its loading messages would bury the table
 
     logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    logger.add(sys.stderr, level="ERROR")
     results = {}
     with tempfile.TemporaryDirectory(prefix="data-quality-") as tmp:
         for seed in range(args.seeds):

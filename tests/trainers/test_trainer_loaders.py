@@ -1,5 +1,5 @@
 """draftgen's exports read by the trainers' own loaders: the published `datasets`, specforge 0.2.0 and
-speculators 0.9.0 (tests/trainers/trainer_packages.py installs the last two for the tests alone).
+speculators 0.9.0 (devtools/draftgen_dev/trainer_packages.py installs the last two for the tests alone).
 
 The corpus and states are the quickstart's, made by `draftgen run` with its exports: the Parquet and
 speculators JSONL corpus exports, SpecForge's states (post-norm, bf16), and speculators' states
@@ -36,7 +36,7 @@ from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.output import iter_records, record_files
 from tests.local_run.conftest import quickstart, write_spec
 
-from .trainer_packages import use_trainer_packages
+from draftgen_dev.trainer_packages import use_trainer_packages
 
 MAX_LEN = 4096
 
@@ -408,7 +408,7 @@ def test_specforge_trains_an_eagle3_draft_on_the_export_with_its_own_command_lin
     falls, and the draft it saves carries draftgen's d2t."""
     import yaml
 
-    from .trainer_packages import trainer_packages
+    from draftgen_dev.trainer_packages import trainer_packages
 
     model = run["corpus"].parent.parent.parent / "models" / "tiny"
     export = run["specforge"] / "exports" / "specforge"
