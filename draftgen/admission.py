@@ -87,6 +87,10 @@ SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
 
 
 SPEC_RULES = [
+    Rule(".server.image", "server: exactly one of image (draftgen starts the servers) and endpoint (a server "
+         "that already runs)", "has(self.server.image) != has(self.server.endpoint)"),
+    Rule(".server.endpoint", "server.endpoint: extraction.backend sglang runs the server's image; with an endpoint "
+         "use extraction.backend transformers", f"!has(self.server.endpoint) || {SGLANG_BACKEND_CEL}"),
     Rule(".server.gpusPerReplica", "server.gpusPerReplica must be a multiple of server.tensorParallelSize",
          "self.server.gpusPerReplica % self.server.tensorParallelSize == 0"),
     Rule(".server.shmSize", "server.shmSize must be a Kubernetes quantity such as 64Gi",

@@ -22,7 +22,8 @@ from draftgen_contracts.replica_status import ReplicaStatus
 from draftgen_contracts.sglang_protocol import SAMPLING_PARAM_KINDS
 from draftgen_contracts.states import DatasetState, Phase, Stage
 
-from .kube_types import Affinity, EnvVar, ResourceRequirements, SecurityContext, Toleration, Volume, VolumeMount
+from .kube_types import (Affinity, EnvVar, KeySelector, ResourceRequirements, SecurityContext, Toleration, Volume,
+                         VolumeMount)
 
 MAX_REPLICAS = 64
 MAX_DATASETS = 64
@@ -109,10 +110,31 @@ SERVER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"
                            "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-class Server(Model):
-    """The SGLang generation server: one replica per GPU node, run as a native sidecar of the generate pod."""
+class Endpoint(Model):
+    """A server that already runs (its own Deployment, OME, llm-d): draftgen starts only the generation
+    clients against it (docs/operator.md#a-server-that-already-runs)."""
 
-    image: str = Field(min_length=1, description="SGLang image run as the generation pods' native sidecar.")
+    url: str = Field(pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$", max_length=2048, description=(
+        "The server's base URL, as the generation pods reach it (http://sglang.team-a.svc:30000)."))
+    api_key: KeySelector | None = Field(None, description=(
+        "The Secret key holding the server's --api-key, when it has one."))
+    admin_api_key: KeySelector | None = Field(None, description=(
+        "The Secret key holding the server's --admin-api-key: aborts at the budget take it when the server "
+        "has one (without it, a server with an admin key refuses them and the replicas stop before any row)."))
+    served_model_name: str | None = Field(None, min_length=1, max_length=512, description=(
+        "The model name the server answers on /v1/models (default: the last component of model.path); the "
+        "preflight refuses a server that serves another."))
+
+
+class Server(Model):
+    """The SGLang generation server: one replica per GPU node, run as a native sidecar of the generate pod;
+    or, with `endpoint`, a server that already runs."""
+
+    image: str | None = Field(None, min_length=1, description=(
+        "SGLang image run as the generation pods' native sidecar (exactly one of image and endpoint)."))
+    endpoint: Endpoint | None = Field(None, description=(
+        "A server that already runs, instead of an image: no GPU Job; `replicas` generation clients (CPU pods) "
+        "each drive one server's worth of the classes' concurrency against it."))
     command: list[str] = Field(["python3", "-m", "sglang.launch_server"],
                                description="The server's command; draftgen adds model, parallelism, host and port.")
     args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(

@@ -73,8 +73,10 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
                     coordination: CoordinationConfig, run_id: str, progress_interval_s: float, replica: int = 0,
                     tokenizer_path: str | None = None, dataset_paths: dict[str, str] | None = None) -> GenerateConfig:
     """jobrunner's config for one replica of this spec (its rules: draftgen_contracts.generate_config)."""
+    endpoint = spec.server.endpoint
     return GenerateConfig(
-        server_url=server_url, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
+        server_url=endpoint.url if endpoint else server_url,
+        served_model_name=served_model_name(spec) if endpoint else None, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
         tokenizer_path=tokenizer_path or spec.model.tokenizer_path(), trust_remote_code=spec.model.trust_remote_code,
         model_path=spec.model.checkpoint_path(),
@@ -84,6 +86,12 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
         context=ContextConfig(length=spec.model.context_length), prompt_classes=spec.prompt_classes,
         datasets=[_dataset_config(spec, d, (dataset_paths or {}).get(d.name)) for d in spec.datasets],
         at_budget=spec.at_budget, coordination=coordination, progress_interval_s=progress_interval_s)
+
+
+def served_model_name(spec: api.DatasetGenerationSpec) -> str:
+    """The name a server that already runs must answer on /v1/models: the endpoint's, else the model
+    folder's own (SGLang's default served name is its --model-path)."""
+    return spec.server.endpoint.served_model_name or spec.model.path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _dataset_config(spec: api.DatasetGenerationSpec, d: api.Dataset, path: str | None) -> DatasetConfig:
@@ -306,7 +314,16 @@ def generate_command(config_path: str, replica: int, server_url: str, metrics_ad
 
 def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
                    config: dict) -> dict:
+    """Replica `replica`'s Job: the SGLang server as a native sidecar beside `jobrunner generate`, on a
+    GPU node of its own; with server.endpoint, the client alone, on the CPU stages' nodes."""
     s = spec.server
+    if s.endpoint is not None:
+        runner = generate_container(name, spec, replica, settings, s.endpoint.url, server_keys.endpoint_key_env(s.endpoint))
+        pod_spec = {"serviceAccountName": names.service_account_name(name), **placement(spec, gpu=False),
+                    "terminationGracePeriodSeconds": 30, "containers": [runner],
+                    "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False,
+                                        inputs=True)}
+        return _generation_job(name, spec, replica, settings, config, pod_spec)
     probe_period = 10
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
@@ -328,18 +345,8 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
     if own_keys:
         server["volumeMounts"].append({"name": "server-keys", "mountPath": names.KEYS_MOUNT, "readOnly": True})
     with_model_settings(server, spec)
-    runner = {
-        "name": "generate", "image": spec.runner_image or settings.runner_image,
-        "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
-                                    f"http://{POD_IP}:{s.port}", f"{POD_IP}:{names.GENERATE_METRICS_PORT}"),
-        "env": [*POD_IP_ENV, *OFFLINE_ENV, *server_keys.client_key_env(name, s.args)],
-        "ports": [{"name": "metrics", "containerPort": names.GENERATE_METRICS_PORT}],
-        "resources": resources(s.generate_resources),
-        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
-                         {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
-                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
-                         *inputs_mounts(spec)],
-    }
+    runner = generate_container(name, spec, replica, settings, f"http://{POD_IP}:{s.port}",
+                                server_keys.client_key_env(name, s.args))
     pod_spec = {
         "serviceAccountName": names.service_account_name(name), **placement(spec, gpu=True),
         "terminationGracePeriodSeconds": 30,
@@ -348,6 +355,28 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
                     *([server_keys.keys_volume(name)] if own_keys else [])],
     }
     pod_spec["affinity"] = one_per_node(name, pod_spec.get("affinity", {}))
+    return _generation_job(name, spec, replica, settings, config, pod_spec)
+
+
+def generate_container(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
+                       server_url: str, key_env: list[dict]) -> dict:
+    """`jobrunner generate` for one replica, talking to the server at `server_url`."""
+    return {
+        "name": "generate", "image": spec.runner_image or settings.runner_image,
+        "command": generate_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}", replica,
+                                    server_url, f"{POD_IP}:{names.GENERATE_METRICS_PORT}"),
+        "env": [*POD_IP_ENV, *OFFLINE_ENV, *key_env],
+        "ports": [{"name": "metrics", "containerPort": names.GENERATE_METRICS_PORT}],
+        "resources": resources(spec.server.generate_resources),
+        "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
+                         {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
+                         {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
+                         *inputs_mounts(spec)],
+    }
+
+
+def _generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
+                    config: dict, pod_spec: dict) -> dict:
     job = _job(name, names.generation_job_name(name, replica), "generate", spec, settings, pod_spec,
                extra_labels={names.LABEL_REPLICA: str(replica)})
     job["metadata"]["annotations"] = {names.CONFIG_HASH_ANNOTATION: config_digest(config)}
@@ -404,7 +433,9 @@ def preflight_job(name: str, spec: api.DatasetGenerationSpec, settings: Operator
         "name": "preflight", "image": spec.runner_image or settings.runner_image,
         "command": preflight_command(f"{names.CONFIG_MOUNT}/{names.GENERATE_CONFIG_KEY}",
                                      spec.model.checkpoint_path()),
-        "resources": resources(spec.preflight.resources), "env": OFFLINE_ENV,
+        "resources": resources(spec.preflight.resources),
+        # A server that already runs is asked which model it serves, with its API key.
+        "env": [*OFFLINE_ENV, *(server_keys.endpoint_key_env(spec.server.endpoint) if spec.server.endpoint else [])],
         "volumeMounts": [{"name": "data", "mountPath": names.DATA_MOUNT},
                          {"name": "config", "mountPath": names.CONFIG_MOUNT, "readOnly": True},
                          {"name": "model", "mountPath": spec.model.mount_path, "readOnly": True},
@@ -502,8 +533,10 @@ def generation_network_policy(name: str, spec: api.DatasetGenerationSpec, settin
 
 def keys_secret(name: str, spec: api.DatasetGenerationSpec) -> dict | None:
     """The run's server keys, created (filled by whoever creates it) before the first generation
-    Job; None when spec.server.args set the keys themselves."""
-    return None if server_keys.user_keys(spec.server.args) else server_keys.keys_secret(name, labels(name, "keys"))
+    Job; None when spec.server.args set the keys themselves, or the server is not draftgen's."""
+    if spec.server.endpoint is not None or server_keys.user_keys(spec.server.args):
+        return None
+    return server_keys.keys_secret(name, labels(name, "keys"))
 
 
 def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:

@@ -394,3 +394,21 @@ def test_the_server_env_and_mounts_reach_the_containers_that_load_the_model_and_
         assert "unused" not in volumes
     nvme = next(v for v in pods["generate"]["spec"]["volumes"] if v["name"] == "nvme")
     assert nvme == {"name": "nvme", "hostPath": {"path": "/mnt/nvme", "type": "Directory"}}
+
+
+def test_a_server_that_already_runs_gets_clients_alone_on_the_cpu_stages_with_the_users_key_secrets():
+    endpoint = {"url": "http://sglang.serving.svc:30000", "adminApiKey": {"name": "sglang-keys", "key": "admin"}}
+    spec = k25().server(image=None, endpoint=endpoint).spec()
+    job = plan.generation_job("k25", spec, 1, SETTINGS, plan.config_object("k25", "ml", spec, SETTINGS))
+    pod = job["spec"]["template"]["spec"]
+    assert "initContainers" not in pod and [c["name"] for c in pod["containers"]] == ["generate"]
+    (runner,) = pod["containers"]
+    command = runner["command"]
+    assert command[command.index("--server-url") + 1] == "http://sglang.serving.svc:30000"
+    assert command[command.index("--replica") + 1] == "1"
+    assert not any("nvidia.com/gpu" in str(c.get("resources")) for c in pod["containers"])
+    assert "tolerations" not in pod and "affinity" not in pod  # no GPU node, no one-per-node rule
+    assert "dshm" not in {v["name"] for v in pod["volumes"]} and {"data", "model", "config"} <= {v["name"] for v in pod["volumes"]}
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in runner["env"] if "secretKeyRef" in e.get("valueFrom", {})}
+    assert refs == {"DRAFTGEN_SERVER_ADMIN_API_KEY": {"name": "sglang-keys", "key": "admin"}}
+    assert plan.keys_secret("k25", spec) is None  # the server's keys are its owner's

@@ -70,3 +70,9 @@ def keys_volume(name: str) -> dict:
     return {"name": "server-keys", "secret": {"secretName": names.keys_secret_name(name), "defaultMode": 0o444,
                                                "items": [{"key": names.KEYS_CONFIG_FILE,
                                                           "path": names.KEYS_CONFIG_FILE}]}}
+
+
+def endpoint_key_env(endpoint) -> list[dict]:
+    """`jobrunner generate`'s variables for a server that already runs: from the Secrets its spec names."""
+    return [{"name": env, "valueFrom": {"secretKeyRef": ref.manifest()}}
+            for env, ref in ((API_KEY_ENV, endpoint.api_key), (ADMIN_API_KEY_ENV, endpoint.admin_api_key)) if ref]

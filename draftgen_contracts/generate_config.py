@@ -148,6 +148,9 @@ def default_coordination_directory(output_root: str) -> str:
 
 class GenerateConfig(_Strict):
     server_url: str = Field(pattern=r"^https?://")
+    served_model_name: str | None = Field(default=None, min_length=1, description=(
+        "set for a server that already runs (spec.server.endpoint): the model it must serve on /v1/models, "
+        "which the preflight checks at server_url"))
     startup_timeout_s: float = Field(default=float(STARTUP_TIMEOUT_S), gt=0)
     request_timeout_s: float = Field(default=3600.0, gt=0)
     max_attempts: int = Field(default=6, gt=0, description="per request, retries included")

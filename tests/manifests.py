@@ -26,6 +26,14 @@ def with_server(**fields):
     return m
 
 
+def with_endpoint(url: str = "http://sglang.serving.svc:30000", **spec_overrides):
+    """A server that already runs in place of the image (server.endpoint)."""
+    m = manifest(**spec_overrides)
+    del m["spec"]["server"]["image"]
+    m["spec"]["server"]["endpoint"] = {"url": url, "adminApiKey": {"name": "sglang-keys", "key": "admin"}}
+    return m
+
+
 def with_inputs(dataset_path: str, **inputs):
     """The first dataset at `dataset_path`, with a volume of prompt files (spec.inputs)."""
     m = with_dataset(path=dataset_path)
@@ -63,6 +71,10 @@ INVALID = {
                                 "spec.datasets[0].samplingParams.temperature"),
     "top_p over 1": (with_dataset(samplingParams={"top_p": 1.5}), "spec.datasets[0].samplingParams.top_p"),
     "no server image": (without("spec.server.image"), "spec.server.image"),
+    "both a server image and an endpoint": (with_server(endpoint={"url": "http://sglang:30000"}), "spec.server.image"),
+    "an endpoint that is not a URL": (with_endpoint(url="sglang:30000"), "spec.server.endpoint.url"),
+    "an endpoint with the SGLang extraction backend": (with_endpoint(extraction={"backend": "sglang"}),
+                                                       "spec.server.endpoint"),
     "zero replicas": (with_server(replicas=0), "spec.server.replicas"),
     "dataset name not a DNS label": (with_dataset(name="Chat_Set"), "spec.datasets[0].name"),
     "unknown format": (with_dataset(format="csv"), "spec.datasets[0].format"),
@@ -179,6 +191,7 @@ VALID = {
     "SpecForge's DFlash and speculators from one pre-norm extraction (SpecForge's DFlash reads no final state)":
         manifest(extraction={"drafters": ["dflash", "mtp"], "finalState": "pre-norm",
                              "exports": ["specforge", "speculators"]}),
+    "a server that already runs, with its keys in a Secret": with_endpoint(),
     "quantities as Kubernetes takes them, numbers too": manifest(merge={"resources": {
         "requests": {"cpu": 2, "memory": "2Gi"}, "limits": {"cpu": "1500m", "memory": 4_000_000_000}}}),
 }

@@ -173,12 +173,32 @@ def server_args(draw) -> list[str]:
     return args
 
 
+ENDPOINT_URLS = ["http://sglang.serving.svc:30000", "https://llm.example.com/v1x", "sglang:30000", "http://",
+                 "http://a b:1", "ftp://sglang:30000"]
+
+
 @st.composite
 def mutation(draw, manifest: dict) -> str:
     """Apply one mutation to `manifest` in place; what it did, for the report."""
     choice = draw(st.sampled_from(["set", "set", "set", "delete", "add", "unknown", "classes", "args", "name",
-                                   "dataset", "quantity", "path", "inputs"]))
+                                   "dataset", "quantity", "path", "inputs", "endpoint", "drafters"]))
     spec = manifest["spec"]
+    if choice == "endpoint":  # a server that already runs, in place of the image or beside it
+        if draw(st.booleans()):
+            spec["server"].pop("image", None)
+        spec["server"]["endpoint"] = {"url": draw(st.sampled_from(ENDPOINT_URLS)),
+                                      **draw(st.sampled_from([{}, {"adminApiKey": {"name": "keys", "key": "admin"}},
+                                                              {"apiKey": {"name": "keys", "key": ""}}]))}
+        return f"server.endpoint={spec['server']['endpoint']} image={'image' in spec['server']}"
+    if choice == "drafters":
+        extraction = spec.setdefault("extraction", {})
+        extraction["drafters"] = draw(st.sampled_from([["eagle3"], ["dflash"], ["mtp"], ["mtp", "dflash"],
+                                                       ["eagle3", "dflash", "mtp"], [], ["medusa"]]))
+        extraction["finalState"] = draw(st.sampled_from(["post-norm", "pre-norm"]))
+        extraction["exports"] = draw(st.sampled_from([[], ["specforge"], ["speculators"], ["specforge", "speculators"]]))
+        if draw(st.booleans()):
+            extraction["layers"] = draw(st.sampled_from([[3], [1, 2, 5], []]))
+        return f"extraction={extraction}"
     if choice == "inputs":
         spec["inputs"] = copy.deepcopy(draw(st.sampled_from(INPUTS)))
         return f"inputs={spec['inputs']}"

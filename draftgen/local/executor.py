@@ -80,6 +80,8 @@ class LocalExecutor:
         self.coordination_dir = Path(local_path(default_coordination_directory(plan.output_root(name, spec)),
                                                 self.mounts))
         self.coordination: FileCoordinator | None = None  # made (with its folder) once the run may start
+        # A server that already runs: the spec's endpoint unless --server-url names another.
+        server_url = server_url or (spec.server.endpoint.url if spec.server.endpoint else None)
         self.server = GenerationServer(self.spec, local_path(spec.model.checkpoint_path(), self.mounts),
                                        self.run_dir / "simulator.log", server_url, self.say)
         self.jobs: dict[str, LocalJob] = {}

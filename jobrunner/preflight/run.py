@@ -7,12 +7,14 @@ and the field, and the exit status says BAD_CONFIG."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 from pydantic import Field
 
 from draftgen_contracts.preflight_report import PreflightReport
+from draftgen_contracts.sglang_auth import ServerKeys
 from jobrunner.atomic import write_bytes_atomically
 from jobrunner.config import GenerateConfig, missing_inputs
 from jobrunner.prompts import PromptPreparer
@@ -21,6 +23,7 @@ from .dataset_scan import DatasetFindings, scan_dataset
 from .model_facts import ModelFacts, model_facts
 from .problem import PreflightProblem
 from .remote_code import check_config_trust
+from .served_model import check_served_model
 from .tokenizer_check import TokenizerFacts, check_tokenizer
 
 
@@ -57,6 +60,8 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
     if missing:  # a typo in a path, a volume holding something else
         raise PreflightProblem("the run's inputs", "; ".join(missing))
     findings.model = model = model_facts(model_dir)
+    if config.served_model_name:  # a server that already runs: the model the spec names, or nothing
+        check_served_model(config.server_url, config.served_model_name, ServerKeys.from_env(os.environ))
     check_config_trust(model_dir, config.trust_remote_code)
     findings.context_length = context = config.context.length or model.context_length
     if not context:

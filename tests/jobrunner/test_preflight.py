@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from draftgen_contracts import exit_codes
+from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_dev.builders import generate_config
 from draftgen_dev.demo_assets import (
     TEMPLATE_REFUSING_TOOL_CALLS,
@@ -18,7 +19,9 @@ from draftgen_dev.demo_assets import (
     model_with_template,
     write_datasets,
 )
+from jobrunner.preflight.problem import PreflightProblem
 from jobrunner.preflight.run import run_preflight
+from jobrunner.preflight.served_model import check_served_model
 
 BAD_ROWS = {"bad_json": 1, "no_user_turn": 1, "unknown_role": 1}
 
@@ -116,3 +119,30 @@ def test_a_token_outside_the_models_vocabulary_is_named_by_row_and_field(tmp_pat
 def test_a_missing_prompt_file_is_named_before_anything_is_read(tmp_path, model):
     problem = problem_of(tmp_path, model, [{"name": "gone", "path": str(tmp_path / "gone.jsonl"), "budget_tokens": 9}])
     assert problem.where == "the run's inputs" and f"{tmp_path / 'gone.jsonl'}: no such file" in problem.message
+
+
+def test_the_simulator_of_another_model_is_refused_and_its_own_passes(simulator):
+    sim = simulator(model_path="/models/tiny")
+    check_served_model(sim.base_url, "tiny", ServerKeys())
+    with pytest.raises(PreflightProblem, match="serves .*/models/tiny.*not 'kimi-k2.5'"):
+        check_served_model(sim.base_url, "kimi-k2.5", ServerKeys())
+
+
+def test_a_server_that_takes_an_api_key_without_one_is_said_so(simulator):
+    sim = simulator(api_key="secret", model_path="/models/tiny")
+    with pytest.raises(PreflightProblem, match="server.endpoint.apiKey"):
+        check_served_model(sim.base_url, "tiny", ServerKeys())
+    check_served_model(sim.base_url, "tiny", ServerKeys(api_key="secret"))
+
+
+def test_the_preflight_of_a_server_that_already_runs_refuses_one_serving_another_model(tmp_path, model, prompts,
+                                                                                       simulator):
+    """config.served_model_name, set by the plan for spec.server.endpoint: the whole preflight stops at the
+    server's /v1/models before reading a row."""
+    sim = simulator(model_path="/models/another")
+    config = config_for(tmp_path, model, quickstart(prompts)).model_copy(
+        update={"server_url": sim.base_url, "served_model_name": "tiny"})
+    findings = run_preflight(config, str(model))
+    assert "serves ['/models/another'], not 'tiny'" in findings.problem.message and not findings.datasets
+    ok = simulator(model_path="/models/tiny")
+    assert run_preflight(config.model_copy(update={"server_url": ok.base_url}), str(model)).problem is None

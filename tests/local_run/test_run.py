@@ -132,6 +132,22 @@ def test_server_url_uses_a_running_server_and_starts_none(tmp_path, data_dir, mo
     assert (root / "corpus" / "manifest.json").exists() and not (root / "hidden-states").exists()
 
 
+def test_a_spec_with_an_endpoint_runs_against_that_server_and_its_preflight_checks_the_model(
+        tmp_path, data_dir, model_dir, simulator):
+    """spec.server.endpoint locally: no simulator started, the endpoint's URL for every stage."""
+    sim = simulator(vocab_size=512, eos_token_id=2, context_len=2048, speedup=20, model_path="/models/tiny")
+    obj = quickstart(budget_tokens=500, extraction=False)
+    server = obj["spec"]["server"]
+    for key in ("image", "command", "args"):
+        del server[key]
+    server["endpoint"] = {"url": sim.base_url}
+    assert draftgen_run(write_spec(tmp_path / "endpoint.yaml", obj), "--data-dir", data_dir,
+                        "--model-dir", model_dir) == 0
+    root = data_dir / "quickstart"
+    assert sim.stats.completed > 0 and not (root / "local-run" / "simulator.log").exists()
+    assert_budgets_met(root, 500)
+
+
 def test_a_failing_stage_is_named_with_the_end_of_its_log(tmp_path, model_dir, capsys):
     spec = write_spec(tmp_path / "quickstart.yaml", quickstart(extraction=False))
     empty = tmp_path / "empty"  # no prompts under --data-dir

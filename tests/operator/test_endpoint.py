@@ -1,0 +1,105 @@
+"""A server that already runs (spec.server.endpoint): the user's own SGLang Deployment (here the
+simulator, run by the local kubelet, with both keys), and the operator starting only the generation
+clients against it, on the CPU stages' nodes, with the keys from the user's Secret."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from draftgen_contracts import names
+from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
+from tests.conftest import wait_for
+from tests.scenarios import check_records_match_status
+
+PORT = 30000
+KEYS = {"api": "api-key-of-the-team", "admin": "admin-key-of-the-team"}
+
+
+def serving_deployment(args: list[str], model_path: str) -> dict:
+    """The team's server: the simulator with SGLang's flags, both keys, probed on /ready."""
+    pod_labels = {"app": "sglang", LOCAL_KUBELET_LABEL: "true"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sglang"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "sglang"}},
+        "template": {"metadata": {"labels": pod_labels}, "spec": {"containers": [{
+            "name": "sglang", "image": "sglang:v0.5.23", "command": ["jobrunner", "simulate"],
+            "args": ["--host", "$(POD_IP)", "--port", str(PORT), "--model-path", model_path, *args,
+                     "--api-key", KEYS["api"], "--admin-api-key", KEYS["admin"]],
+            "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": PORT}, "periodSeconds": 1}}]}}}}
+
+
+def serving_service() -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sglang"},
+            "spec": {"selector": {"app": "sglang"}, "ports": [{"port": PORT, "targetPort": PORT}]}}
+
+
+def serving_pod_ip(core: client.CoreV1Api, namespace: str) -> str:
+    seen = []
+
+    def ready():
+        pods = core.list_namespaced_pod(namespace, label_selector="app=sglang").items
+        seen[:] = [(p.metadata.name, p.spec.node_name, p.status.phase, p.status.container_statuses) for p in pods]
+        for pod in pods:
+            conditions = {c.type: c.status for c in pod.status.conditions or []}
+            if conditions.get("Ready") == "True":
+                return pod.status.pod_ip
+        return None
+    try:
+        return wait_for(ready, 60, "the team's server ready")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {seen}") from None
+
+
+def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budget_is_exact(run, k8s):
+    r = run(extraction=False)
+    server = r.body["spec"]["server"]
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
+    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/tiny"))
+    core.create_namespaced_service(r.namespace, serving_service())
+    serving_pod_ip(core, r.namespace)
+    url = f"http://sglang.{r.namespace}.svc:{PORT}"  # its Service, as a team's clients reach it
+    for key in ("image", "command", "args"):
+        del server[key]
+    server["endpoint"] = {"url": url, "apiKey": {"name": "sglang-keys", "key": "api"},
+                          "adminApiKey": {"name": "sglang-keys", "key": "admin"}}
+    r.apply()
+    seen: dict[str, client.V1Pod] = {}  # every pod of the run, as last seen (the Jobs go when done)
+
+    def done():
+        for pod in core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items:
+            seen[pod.metadata.name] = pod
+        return r.status().get("phase") == "Succeeded"
+    wait_for(done, 240, "the run Succeeded", interval_s=0.5)
+    status = r.status()
+
+    check_records_match_status(status, r.records())  # every budget exact: the cut reached the team's server
+    for d in status["datasets"]:
+        assert d["tokens"] == d["budgetTokens"], d
+    assert status["estimate"]["gpuHours"] == 0  # the GPUs are the server owner's
+    generation = [p for p in seen.values() if p.metadata.labels.get(names.LABEL_COMPONENT) == "generate"]
+    assert len({p.metadata.labels[names.LABEL_REPLICA] for p in generation}) == 2
+    for pod in seen.values():
+        assert not pod.spec.init_containers, pod.metadata.name  # no server of draftgen's
+        assert all("nvidia.com/gpu" not in ((c.resources.limits or {}) | (c.resources.requests or {}))
+                   for c in pod.spec.containers), pod.metadata.name
+    assert not core.list_namespaced_secret(r.namespace, field_selector=f"metadata.name={names.keys_secret_name(r.name)}").items
+
+
+def test_a_server_of_another_model_is_refused_by_the_preflight_and_said_on_the_object(run, k8s):
+    r = run(extraction=False)
+    server = r.body["spec"]["server"]
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
+    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/other"))
+    core.create_namespaced_service(r.namespace, serving_service())
+    serving_pod_ip(core, r.namespace)
+    for key in ("image", "command", "args"):
+        del server[key]
+    server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}", "apiKey": {"name": "sglang-keys", "key": "api"}}
+    r.apply()
+    status = r.wait_phase("Failed", timeout_s=120)
+    said = " ".join(c.get("message", "") for c in status["conditions"])
+    assert "serves ['/models/other'], not 'tiny'" in said, status["conditions"]
+    assert not [p for p in core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
+                if p.metadata.labels.get(names.LABEL_COMPONENT) == "generate"]
