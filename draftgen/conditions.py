@@ -23,6 +23,7 @@ class ConditionType(StrEnum):
     BUDGETS_REACHABLE = "BudgetsReachable"
     CAPACITY = "Capacity"
     BLOCKED = "Blocked"
+    AT_BUDGET = "AtBudget"
 
 
 PROGRESSING_PHASES = (Phase.PENDING, Phase.GENERATING, Phase.MERGING, Phase.EXTRACTING)
@@ -77,6 +78,14 @@ def set_budgets_reachable(c: list[Condition], short: str | None, now: str, gener
     """`short`: what falls short of which budget (draftgen.estimate.budgets_out_of_reach); None: nothing does."""
     said = Explanation(Reason.BUDGET_OUT_OF_REACH, short) if short else reasons.ROWS_SUFFICE
     return set_condition(c, ConditionType.BUDGETS_REACHABLE, short is None, *said, now, generation)
+
+
+def set_at_budget(c: list[Condition], notices: list[str], now: str, generation: int | None) -> list[Condition]:
+    """What the replicas do at the budget otherwise than spec.atBudget says (their notices); gone while
+    nothing is, so the condition appears only to say so."""
+    if not notices:
+        return [x for x in c if x.type != ConditionType.AT_BUDGET]
+    return set_condition(c, ConditionType.AT_BUDGET, False, Reason.CUT_OFF, "; ".join(notices), now, generation)
 
 
 def set_capacity(c: list[Condition], capacity: Capacity | None, now: str, generation: int | None) -> list[Condition]:

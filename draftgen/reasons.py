@@ -43,6 +43,8 @@ class Reason(StrEnum):
     # Condition BudgetsReachable.
     BUDGET_OUT_OF_REACH = "BudgetOutOfReach"  # also its Warning event
     ROWS_SUFFICE = "RowsSuffice"
+    # Condition AtBudget (and its Warning event): a replica cannot cut at the budget.
+    CUT_OFF = "CutOff"
     # Condition Capacity; a replica not ready may also wait with Kubernetes' own reason (ImagePullBackOff).
     ALL_REPLICAS_READY = "AllReplicasReady"
     STARTING = "Starting"

@@ -15,8 +15,8 @@ from draftgen_contracts.states import Component, Phase, Stage
 
 from . import plan, reasons
 from .api import Condition, DatasetGenerationSpec, DatasetGenerationStatus, DatasetStatus, StageJobs
-from .conditions import (ConditionType, condition, set_budgets_reachable, set_capacity, set_failed, set_progressing,
-                         set_ready, set_succeeded, set_suspended)
+from .conditions import (ConditionType, condition, set_at_budget, set_budgets_reachable, set_capacity, set_failed,
+                         set_progressing, set_ready, set_succeeded, set_suspended)
 from .estimate import budgets_out_of_reach, estimate
 from .extraction_status import extraction_status
 from .fold import fold_replicas, fold_reports, is_generation_done, progress_text, reported_tokens
@@ -237,7 +237,7 @@ def events_before_status(r: Reconcile, found: Findings) -> list[Event]:
 def events_of_status(previous: DatasetGenerationStatus, status: DatasetGenerationStatus,
                      found: Findings) -> list[Event]:
     events = capacity_events(previous, status) if found.capacity is not None and not found.failed else []
-    return events + budgets_events(previous, status)
+    return events + budgets_events(previous, status) + at_budget_events(previous, status)
 
 
 def capacity_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[Event]:
@@ -256,6 +256,15 @@ def budgets_events(previous: DatasetGenerationStatus, status: DatasetGenerationS
     now = condition(status.conditions, ConditionType.BUDGETS_REACHABLE)
     before = condition(previous.conditions, ConditionType.BUDGETS_REACHABLE)
     if now is not None and now.status == "False" and (before is None or before.status != "False"):
+        return [("Warning", now.reason, now.message)]
+    return []
+
+
+def at_budget_events(previous: DatasetGenerationStatus, status: DatasetGenerationStatus) -> list[Event]:
+    """A Warning when a replica starts doing otherwise at the budget than the spec says."""
+    now = condition(status.conditions, ConditionType.AT_BUDGET)
+    before = condition(previous.conditions, ConditionType.AT_BUDGET)
+    if now is not None and (before is None or before.message != now.message):
         return [("Warning", now.reason, now.message)]
     return []
 
@@ -325,4 +334,15 @@ def conditions_of(r: Reconcile, found: Findings, status: DatasetGenerationStatus
     if status.preflight is not None and not status.preflight.problem:  # a failed preflight's findings are partial
         c = set_budgets_reachable(c, budgets_out_of_reach(r.spec, status.estimate, status.preflight, found.datasets),
                                   now, g)
+    c = set_at_budget(c, replica_notices(r.world), now, g)
     return set_capacity(c, found.capacity, now, g)
+
+
+def replica_notices(world: World) -> list[str]:
+    """Each replica's notices (ProgressDocument.notices), said once for the replicas that share one."""
+    said: dict[str, list[int]] = {}
+    for replica, report in sorted(world.reports.items()):
+        for notice in report.notices:
+            said.setdefault(notice, []).append(replica)
+    return [f"replicas {', '.join(map(str, rs))}: {notice}" if len(rs) > 1 else f"replica {rs[0]}: {notice}"
+            for notice, rs in said.items()]

@@ -266,3 +266,16 @@ def test_a_full_volume_stops_its_stage_said_on_the_object_once_and_its_job_is_tr
     assert later.delete_jobs == ["x-extract"]
     gone = run(spec, previous=later.status, jobs={}, reports=met)
     assert names(gone.create, "Job") == ["x-extract"]  # the stage's Job again: it resumes
+
+
+def test_replicas_that_cannot_cut_at_the_budget_say_so_in_a_condition_and_a_warning_once():
+    cut_off = "cutting at the budget is off: the server refuses /abort_request without its admin key"
+    reports = {r: progress(r, replicas=2, a=10).model_copy(update={"notices": [cut_off]}) for r in (0, 1)}
+    d = run(jobs=gen_jobs(active=2), reports=reports)
+    at_budget = {c.type: c for c in d.status.conditions}[ConditionType.AT_BUDGET]
+    assert at_budget.status == "False" and at_budget.reason == Reason.CUT_OFF
+    assert at_budget.message == f"replicas 0, 1: {cut_off}"
+    assert ("Warning", Reason.CUT_OFF, at_budget.message) in d.events
+    again = run(previous=d.status, jobs=gen_jobs(active=2), reports=reports)
+    assert not [e for e in again.events if e[1] == Reason.CUT_OFF]  # said once
+    assert ConditionType.AT_BUDGET not in {c.type for c in run(jobs=gen_jobs(active=2)).status.conditions}

@@ -60,6 +60,9 @@ class ProgressDocument(Document):
     updated_at: float  # the writer's wall clock (Unix seconds): the report's identity in status.replicas[]
     finished: bool = False
     error: str | None = None  # why the replica cannot run (written before it exits with BAD_CONFIG)
+    # What this replica does otherwise than the spec says, and why (cutting at the budget off: the
+    # server refuses aborts, or answers them without output); said on the object (condition AtBudget).
+    notices: list[str] = Field(default_factory=list, max_length=8)
     datasets: dict[str, DatasetProgress] = Field(default_factory=dict)
 
     def to_json(self) -> str:

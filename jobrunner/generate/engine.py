@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import aiohttp
 
-from draftgen_contracts import exit_codes, names
+from draftgen_contracts import budget_shares, exit_codes, names
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
@@ -87,6 +87,7 @@ class Engine:
         self._changed = asyncio.Event()
         self._shutdown = False
         self._lost: str | None = None  # why the server was given up for this process
+        self.notices: list[str] = []  # what this process does otherwise than the spec says (ProgressDocument)
         self._reconnecting: asyncio.Task | None = None  # waiting for a lost server to be ready again
         self._consecutive_failures = 0
         self._abort_tasks: set[asyncio.Task] = set()
@@ -135,7 +136,14 @@ class Engine:
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
         await self.client.wait_ready(self.config.startup_timeout_s)
-        await self.client.check_keys()
+        # A server that is not draftgen's (served_model_name: spec.server.endpoint) may keep its admin key
+        # from us: then nothing can be cut, and an abort only closes the request's connection.
+        await self.client.check_keys(abort_optional=self.config.served_model_name is not None)
+        if not self.client.can_abort:
+            self._stop_cutting_at_budget("the server refuses /abort_request without its admin key (name its Secret "
+                                         "in server.endpoint.adminApiKey): requests in flight at a budget are "
+                                         "dropped by closing their connections, as atBudget: abort, and SGLang "
+                                         "stops them within about 4 s")
         await self._record_provenance()
         if self.context_length is None:
             self.context_length = self.config.context.length or (await self.client.model_info()).max_model_len
@@ -394,7 +402,9 @@ class Engine:
                 case LeaveForNextRun(row, reason):
                     self._transient_failure(f"{names.sample_id(dataset.name, row)}: {reason}")
                 case StopCuttingAtBudget():
-                    self._stop_cutting_at_budget()
+                    self._stop_cutting_at_budget("the server answers aborted requests without their output: "
+                                                 "requests in flight at a budget are aborted instead, as "
+                                                 "atBudget: abort")
 
     def _cancel(self, rids: tuple[str, ...]) -> list[str]:
         """Cancel the requests' Tasks and abort them at the server: the rids of those still running.
@@ -423,11 +433,14 @@ class Engine:
         self._carry_out(dataset, dataset.tick(time.monotonic()))
         self._notify()
 
-    def _stop_cutting_at_budget(self) -> None:
-        """The server answers most cut requests with an error instead of their output
-        (dataset_controller.loses_cut_outputs)."""
-        log.warning("the server answers aborted requests without their output: cutting at the budget is "
-                    "off for this process; requests in flight at the budget are aborted instead")
+    def _stop_cutting_at_budget(self, why: str) -> None:
+        """Cutting at the budget is off for this process: the server refuses aborts, or answers most cut
+        requests with an error instead of their output (dataset_controller.loses_cut_outputs). Said in
+        the progress report, so on the object, when the spec asked to cut."""
+        log.warning("cutting at the budget is off for this process: %s", why)
+        notice = f"cutting at the budget is off: {why}"
+        if self.config.at_budget == budget_shares.CUT and notice not in self.notices:
+            self.notices.append(notice)
         for dataset in self.datasets:
             dataset.stop_cutting_at_budget()
 
@@ -491,7 +504,7 @@ class Engine:
             writer.sync()  # fsync before publishing: published totals are durable
         document = ProgressDocument(
             replica=self.config.replica, replicas=self.config.replicas, updated_at=time.time(), finished=finished,
-            datasets={d.name: d.progress(self.writers[d.name].durable, now) for d in self.datasets})
+            notices=self.notices, datasets={d.name: d.progress(self.writers[d.name].durable, now) for d in self.datasets})
         self.coordinator.publish(document)
         self.last_progress = document
 

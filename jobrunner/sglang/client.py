@@ -77,6 +77,9 @@ class SGLangClient:
     ):
         self.base_url = base_url.rstrip("/")
         self.keys = keys
+        # False once a server that is not draftgen's refused /abort_request to a client without its admin
+        # key (check_keys): an abort then only closes the request's connection.
+        self.can_abort = True
         self.vocab_size = vocab_size
         self.retry = retry
         self._rng = random.Random(retry.seed)
@@ -143,14 +146,20 @@ class SGLangClient:
                 )
             await asyncio.sleep(min(poll_interval_s, remaining))
 
-    async def check_keys(self) -> None:
+    async def check_keys(self, abort_optional: bool = False) -> None:
         """Whether the server takes the keys held, before any row is sent: a normal route (the API
         key) and the admin route aborts use (the admin key; aborting a rid nobody sent is a no-op).
-        Raises KeysRefused."""
+        Raises KeysRefused; with `abort_optional` (a server that is not draftgen's) an admin route
+        refused to a client that holds no admin key turns aborts off (`can_abort`) instead: a key it
+        was given and is refused stays an error."""
         for method, path, body in (("GET", "/v1/models", None), ("POST", "/abort_request", {"rid": KEY_CHECK_RID})):
             status, payload = await self._request(method, path, self._probe_timeout, body)
-            if status in KEY_STATUSES:
-                raise KeysRefused(f"{path} answered {status} {parse_error_message(payload)}: {KEYS_HINT}")
+            if status not in KEY_STATUSES:
+                continue
+            if path == "/abort_request" and abort_optional and not self.keys.admin_api_key:
+                self.can_abort = False
+                continue
+            raise KeysRefused(f"{path} answered {status} {parse_error_message(payload)}: {KEYS_HINT}")
 
     async def model_info(self) -> ModelInfo:
         status, body = await self._request("GET", "/v1/models", self._probe_timeout)
@@ -272,6 +281,8 @@ class SGLangClient:
             current = self._current_rid.get(rid, rid)
         else:
             current = self._current_rid.pop(rid, rid)  # left behind by a cancelled generate
+        if not self.can_abort:
+            return  # the caller's cancel closed its connection: SGLang aborts it within ~4 s (docs/sglang.md)
         for r in {rid, current}:
             await self._post_abort({"rid": r})
 
@@ -298,6 +309,8 @@ class SGLangClient:
             raise SGLangError(f"/abort_request answered {status}: {parse_error_message(payload)}")
 
     async def _abort_quietly(self, rid: str) -> None:
+        if not self.can_abort:
+            return
         try:
             await self._post_abort({"rid": rid})
         except (*TRANSPORT_ERRORS, SGLangError):

@@ -9,7 +9,7 @@ from kubernetes import client
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
 from tests.conftest import wait_for
-from tests.scenarios import check_records_match_status
+from tests.scenarios import check_records_match_status, overshoot_bound
 
 PORT = 30000
 KEYS = {"api": "api-key-of-the-team", "admin": "admin-key-of-the-team"}
@@ -103,3 +103,26 @@ def test_a_server_of_another_model_is_refused_by_the_preflight_and_said_on_the_o
     assert "serves ['/models/other'], not 'tiny'" in said, status["conditions"]
     assert not [p for p in core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
                 if p.metadata.labels.get(names.LABEL_COMPONENT) == "generate"]
+
+
+def test_without_the_servers_admin_key_the_run_aborts_by_disconnect_and_says_so_on_the_object(run, k8s):
+    """The team hands out its API key only: nothing can be cut, so every budget is met by complete
+    responses (as atBudget: abort), and condition AtBudget with a Warning event say why."""
+    r = run(extraction=False)
+    server = r.body["spec"]["server"]
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
+    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/tiny"))
+    core.create_namespaced_service(r.namespace, serving_service())
+    serving_pod_ip(core, r.namespace)
+    for key in ("image", "command", "args"):
+        del server[key]
+    server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}", "apiKey": {"name": "sglang-keys", "key": "api"}}
+    r.apply()
+    status = r.wait_phase("Succeeded", timeout_s=240)
+    check_records_match_status(status, r.records(), bound=overshoot_bound({**r.body["spec"], "atBudget": "abort"}))
+    assert not any(rec.get("cut_at_budget") for rec in r.records())
+    at_budget = next(c for c in status["conditions"] if c["type"] == "AtBudget")
+    assert at_budget["status"] == "False" and at_budget["reason"] == "CutOff"
+    assert "refuses /abort_request without its admin key" in at_budget["message"]
+    assert "CutOff" in r.events()
