@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 
+import pytest
 from transformers import AutoTokenizer
 
 from draftgen_contracts import exit_codes
@@ -219,3 +220,16 @@ def test_the_cut_keeps_exactly_the_budget_on_a_server_that_retracts(real_model, 
         assert len({r["row"] for r in recs}) == len(recs), f"{name}: a row kept twice"
         assert all(len(r["output_ids"]) == r["completion_tokens"] > 0 for r in recs)
         assert all(r["cut"]["generated"] >= r["completion_tokens"] for r in recs if r.get("cut_at_budget"))
+
+
+def test_the_preflights_served_model_check_reads_the_real_servers_v1_models(real_sglang, real_model):
+    """What spec.server.endpoint's preflight rests on (jobrunner/preflight/served_model.py): the real
+    server answers its --model-path on /v1/models, matched by its last component."""
+    from draftgen_contracts.sglang_auth import ServerKeys
+    from jobrunner.preflight.problem import PreflightProblem
+    from jobrunner.preflight.served_model import check_served_model, served_models
+
+    assert served_models(real_sglang.base_url, ServerKeys()) == [str(real_model)]
+    check_served_model(real_sglang.base_url, real_model.name, ServerKeys())
+    with pytest.raises(PreflightProblem, match="not 'kimi-k2.5'"):
+        check_served_model(real_sglang.base_url, "kimi-k2.5", ServerKeys())
