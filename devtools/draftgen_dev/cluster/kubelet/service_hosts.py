@@ -2,7 +2,13 @@
 kube-proxy, so each container gets an /etc/hosts (bind-mounted in its private mount namespace) that
 names every Service by the pod IP of one Ready pod its selector matches: `svc`, `svc.ns` and
 `svc.ns.svc[.cluster.local]`. A client reaches a Service's port only where it equals the target
-port, which is how draftgen's own Services are written."""
+port, which is how draftgen's own Services are written.
+
+It also names each pod that sets `hostname` and `subdomain` where a headless Service of that name
+selects it, as cluster DNS does (Kubernetes' DNS for Services and Pods: `hostname.subdomain.ns.svc`,
+an A record per pod; a not-ready pod only when the Service publishes not-ready addresses): how the
+ranks of a multi-node replica find their leader (an Indexed Job's pods get `<job>-<index>` as their
+hostname)."""
 
 from __future__ import annotations
 
@@ -17,27 +23,50 @@ log = logging.getLogger("local-kubelet")
 
 
 def service_addresses(api: client.ApiClient) -> dict[tuple[str, str], str]:
-    """(namespace, Service) -> the pod IP of the first Ready pod its selector matches. Chosen here, not
-    read from EndpointSlices: the endpoints controllers leave out the loopback pod IPs of this kubelet."""
+    """(namespace, name) -> pod IP: every Service by the first Ready pod its selector matches, and every
+    pod named under a headless Service (pod_names). Chosen here, not read from EndpointSlices: the
+    endpoints controllers leave out the loopback pod IPs of this kubelet."""
     core = client.CoreV1Api(api)
-    ready = [p for p in core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
-             if p.status.pod_ip and p.metadata.deletion_timestamp is None
-             and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+    running = [p for p in core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
+               if p.status.pod_ip and p.metadata.deletion_timestamp is None]
+    ready = [p for p in running if is_ready(p)]
+    services = core.list_service_for_all_namespaces().items
     addresses = {}
-    for service in core.list_service_for_all_namespaces().items:
-        selector = service.spec.selector or {}
-        chosen = sorted(p.status.pod_ip for p in ready if p.metadata.namespace == service.metadata.namespace
-                        and selector and selector.items() <= (p.metadata.labels or {}).items())
+    for service in services:
+        chosen = sorted(p.status.pod_ip for p in ready if selects(service, p))
         if chosen:
             addresses[(service.metadata.namespace, service.metadata.name)] = chosen[0]
-    return addresses
+    return {**addresses, **pod_names(running, services)}
+
+
+def is_ready(pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def selects(service, pod) -> bool:
+    selector = service.spec.selector or {}
+    return (pod.metadata.namespace == service.metadata.namespace and bool(selector)
+            and selector.items() <= (pod.metadata.labels or {}).items())
+
+
+def pod_names(pods: list, services: list) -> dict[tuple[str, str], str]:
+    """(namespace, `hostname.subdomain`) -> pod IP for each pod whose subdomain is a headless Service that
+    selects it (a not-ready pod only where the Service sets publishNotReadyAddresses)."""
+    headless = {(s.metadata.namespace, s.metadata.name): s for s in services if s.spec.cluster_ip == "None"}
+    names = {}
+    for pod in pods:
+        service = headless.get((pod.metadata.namespace, pod.spec.subdomain))
+        if (pod.spec.hostname and service is not None and selects(service, pod)
+                and (is_ready(pod) or service.spec.publish_not_ready_addresses)):
+            names[(pod.metadata.namespace, f"{pod.spec.hostname}.{pod.spec.subdomain}")] = pod.status.pod_ip
+    return names
 
 
 def hosts_text(namespace: str, addresses: dict[tuple[str, str], str]) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost"]
-    for (ns, service), ip in sorted(addresses.items()):
-        names = [f"{service}.{ns}.svc.cluster.local", f"{service}.{ns}.svc", f"{service}.{ns}"]
-        lines.append("\t".join([ip, *names, *([service] if ns == namespace else [])]))
+    for (ns, name), ip in sorted(addresses.items()):
+        names = [f"{name}.{ns}.svc.cluster.local", f"{name}.{ns}.svc", f"{name}.{ns}"]
+        lines.append("\t".join([ip, *names, *([name] if ns == namespace else [])]))
     return "\n".join(lines) + "\n"
 
 
