@@ -13,6 +13,7 @@ import signal
 
 from draftgen_contracts import exit_codes
 from jobrunner.simulate.config import FAULT_NAMES, FaultRates, SimConfig
+from jobrunner.simulate.ranks import follow
 from jobrunner.simulate.server import Simulator
 
 
@@ -44,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--admin-api-key", help="as SGLang: the admin routes (/abort_request) need it")
     parser.add_argument("--config", help="a YAML file of api-key and admin-api-key, as SGLang's --config "
                         "reads them (the command line wins)")
+    parser.add_argument("--nnodes", type=int, default=d.nnodes, help="as SGLang: nodes of the replica")
+    parser.add_argument("--node-rank", type=int, default=d.node_rank, help="as SGLang: this node's rank")
+    parser.add_argument("--dist-init-addr", default=None, help="as SGLang: HOST:PORT of rank 0's rendezvous")
+    parser.add_argument("--join-timeout", type=float, default=d.join_timeout_s,
+                        help="how long a rank > 0 tries to reach rank 0 before it exits")
     parser.add_argument("--abort-status", type=int, default=d.abort_status,
                         help="HTTP status of an aborted request: 200 (finish_reason abort), or 400/500 like some versions")
 
@@ -76,6 +82,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         startup_delay_s=args.startup_delay, warmup_s=args.warmup, speedup=args.speedup,
         disconnect_poll_s=args.disconnect_poll, eos_token_id=args.eos_token_id, vocab_size=args.vocab_size,
         model_path=args.model_path, faults=faults, host=args.host, port=args.port, abort_status=args.abort_status,
+        nnodes=args.nnodes, node_rank=args.node_rank, dist_init_addr=args.dist_init_addr,
+        join_timeout_s=args.join_timeout,
     )
 
 
@@ -96,5 +104,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"jobrunner simulate: {exc}")
         return exit_codes.BAD_CONFIG
+    if config.node_rank > 0:  # a follower rank: no API, SGLang's dummy health, the group's end
+        return asyncio.run(follow(config.host, config.port, config.dist_init_addr, config.join_timeout_s))
     asyncio.run(serve(config))
     return exit_codes.OK

@@ -50,6 +50,12 @@ class SimConfig:
     # Keys as SGLang 0.5.23 enforces them (draftgen_contracts.sglang_auth); None: that key not set.
     api_key: str | None = None
     admin_api_key: str | None = None
+    # A replica across nodes (jobrunner/simulate/ranks.py): this process is rank `node_rank` of `nnodes`;
+    # rank 0 listens for the others at `dist_init_addr`, which the others join within `join_timeout_s`.
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
+    join_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         get_profile(self.profile)  # fail at construction on a bad profile name
@@ -57,6 +63,10 @@ class SimConfig:
             raise ValueError("capacity_tps, per_request_tps and speedup must be > 0")
         if self.max_running_requests < 1:
             raise ValueError("max_running_requests must be >= 1")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise ValueError(f"node rank {self.node_rank} must be in 0..{self.nnodes - 1}")
+        if self.nnodes > 1 and not self.dist_init_addr:
+            raise ValueError("--nnodes > 1 needs --dist-init-addr HOST:PORT")
 
 
 @dataclass

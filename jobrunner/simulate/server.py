@@ -25,6 +25,7 @@ from draftgen_contracts import sglang_auth
 from draftgen_contracts.sglang_protocol import error_body
 from jobrunner.simulate.admission import Admitted, Refusal, admit
 from jobrunner.simulate.config import SIM_VERSION, SimConfig, SimStats
+from jobrunner.simulate.ranks import Leader
 from jobrunner.simulate.responses import fault_for, metrics_text
 from jobrunner.simulate.scheduler import Scheduler, SimRequest
 
@@ -71,6 +72,8 @@ class Simulator:
         self._ready_at: float | None = None  # monotonic time /ready turns 200
         self._counter = 0
         self.base_url = ""
+        # Rank 0 of a replica across nodes: the group it serves with (None on one node).
+        self.leader = Leader(self.config.nnodes, self.config.dist_init_addr) if self.config.nnodes > 1 else None
 
     @property
     def stats(self) -> SimStats:
@@ -87,6 +90,8 @@ class Simulator:
         self.base_url = f"http://{cfg.host}:{self._sock.getsockname()[1]}"
         self._runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
+        if self.leader is not None:
+            await self.leader.start()
         self._tick_task = asyncio.create_task(self._tick_loop())
         self._serve_task = asyncio.create_task(self._listen_after_delay())
         if cfg.startup_delay_s <= 0:
@@ -125,6 +130,8 @@ class Simulator:
 
     async def stop(self) -> None:
         self._stopping.set()
+        if self.leader is not None:
+            await self.leader.shutdown()
         self.scheduler.shutdown()
         for task in (self._serve_task, self._tick_task):
             if task and not task.done():
@@ -139,7 +146,12 @@ class Simulator:
             self._sock.close()
 
     def _ready(self) -> bool:
-        return self._ready_at is not None and time.monotonic() >= self._ready_at
+        return (self._ready_at is not None and time.monotonic() >= self._ready_at and not self._group_broken()
+                and (self.leader is None or self.leader.formed.is_set()))
+
+    def _group_broken(self) -> bool:
+        """A rank of this replica left: nothing is made any more (ranks.py)."""
+        return self.leader is not None and self.leader.lost
 
     async def _tick_loop(self) -> None:
         cfg = self.config
@@ -151,7 +163,8 @@ class Simulator:
                 last = time.monotonic()
             await asyncio.sleep(cfg.tick_s)
             now = time.monotonic()
-            self.scheduler.tick(now, (now - last) * cfg.speedup)
+            if not self._group_broken():
+                self.scheduler.tick(now, (now - last) * cfg.speedup)
             last = now
 
     # ---- /generate -----------------------------------------------------------------------------
