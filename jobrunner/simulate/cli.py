@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dist-init-addr", default=None, help="as SGLang: HOST:PORT of rank 0's rendezvous")
     parser.add_argument("--join-timeout", type=float, default=d.join_timeout_s,
                         help="how long a rank > 0 tries to reach rank 0 before it exits")
+    parser.add_argument("--lost-rank", choices=["exit", "hang"], default=d.lost_rank,
+                        help="the leader when a rank is lost: killed within seconds (the real SGLang over gloo) or "
+                        "stalled, /health failing (NCCL on GPUs)")
     parser.add_argument("--abort-status", type=int, default=d.abort_status,
                         help="HTTP status of an aborted request: 200 (finish_reason abort), or 400/500 like some versions")
 
@@ -83,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         disconnect_poll_s=args.disconnect_poll, eos_token_id=args.eos_token_id, vocab_size=args.vocab_size,
         model_path=args.model_path, faults=faults, host=args.host, port=args.port, abort_status=args.abort_status,
         nnodes=args.nnodes, node_rank=args.node_rank, dist_init_addr=args.dist_init_addr,
-        join_timeout_s=args.join_timeout,
+        join_timeout_s=args.join_timeout, lost_rank=args.lost_rank,
     )
 
 

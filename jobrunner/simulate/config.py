@@ -56,6 +56,7 @@ class SimConfig:
     node_rank: int = 0
     dist_init_addr: str | None = None
     join_timeout_s: float = 600.0
+    lost_rank: str = "exit"  # what the leader does when a rank is lost: exit (gloo, measured) or hang (NCCL)
 
     def __post_init__(self) -> None:
         get_profile(self.profile)  # fail at construction on a bad profile name

@@ -3,9 +3,10 @@
 
 - rank 0 (the leader) listens on `--dist-init-addr` for the others, and answers /ready 503 until
   every rank joined (SGLang's leader loads and warms up only once its process group formed); a rank
-  that leaves before the leader shut the group down stalls it: no token is made any more and /health
-  answers 503 (SGLang's /health runs a one-token generate, which the broken group never answers), but
-  the leader does not exit (sgl-project/sglang#3099);
+  that leaves before the leader shut the group down breaks the group, as `--lost-rank` says: `exit`
+  (what the real SGLang 0.5.23 does over gloo on the CPU, measured in docs/multi-node.md: the leader
+  is killed within seconds, -9) or `hang` (NCCL's on GPUs, sgl-project/sglang#3099: no token is made
+  any more, /health answers 503 as SGLang's one-token health generate would, the leader stays);
 - a rank > 0 (a follower) joins the leader within a bound, else exits `exit_codes.FAILED` saying so;
   then serves SGLang's dummy health server on `--host:--port` (`/health`, `/health_generate`,
   `/ping` always 200: `launch_dummy_health_check_server`, srt/utils/common.py); ignores SIGTERM as
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 
@@ -26,6 +28,7 @@ from draftgen_contracts import exit_codes
 
 log = logging.getLogger("jobrunner.simulate")
 
+LOST_RANK = ("exit", "hang")
 JOIN = b"join\n"
 SHUTDOWN = b"shutdown\n"
 JOIN_POLL_S = 0.5
@@ -41,7 +44,10 @@ def parse_address(addr: str) -> tuple[str, int]:
 class Leader:
     """Rank 0's side of the group: who joined, and whether a rank was lost."""
 
-    def __init__(self, nnodes: int, address: str):
+    def __init__(self, nnodes: int, address: str, on_lost: str = "exit"):
+        if on_lost not in LOST_RANK:
+            raise ValueError(f"lost rank {on_lost!r}: expected one of {LOST_RANK}")
+        self.on_lost = on_lost
         self.expected = nnodes - 1
         self.host, self.port = parse_address(address)
         self.writers: list[asyncio.StreamWriter] = []
@@ -63,7 +69,9 @@ class Leader:
         await reader.read()  # until the follower's side closes
         if not self._closing:
             self.lost = True
-            log.error("a rank left the group: the replica is broken (the leader stays, as SGLang's does)")
+            log.error("a rank left the group: the replica is broken (lost rank: %s)", self.on_lost)
+            if self.on_lost == "exit":  # as SGLang's launcher kills its own tree after a scheduler failed
+                os.kill(os.getpid(), signal.SIGKILL)
 
     async def shutdown(self) -> None:
         """The leader's ordered end: every follower told, then the listener closed."""

@@ -73,7 +73,7 @@ class Simulator:
         self._counter = 0
         self.base_url = ""
         # Rank 0 of a replica across nodes: the group it serves with (None on one node).
-        self.leader = Leader(self.config.nnodes, self.config.dist_init_addr) if self.config.nnodes > 1 else None
+        self.leader = Leader(self.config.nnodes, self.config.dist_init_addr, self.config.lost_rank) if self.config.nnodes > 1 else None
 
     @property
     def stats(self) -> SimStats:

@@ -79,9 +79,17 @@ def test_the_leader_is_ready_once_the_group_formed_and_its_ordered_end_ends_the_
     assert follower.wait(20) == exit_codes.OK and leader.wait(20) == exit_codes.OK
 
 
-def test_a_lost_follower_stalls_the_leader_which_stays(group):
+def test_a_lost_follower_ends_the_leader_by_sigkill_as_the_real_server_over_gloo(group):
     leader, url = group(0)
     follower, _ = group(1)
+    wait_for(lambda: status(url + "/ready") == 200, 20, "the group formed")
+    follower.kill()
+    assert leader.wait(20) == -signal.SIGKILL  # measured on the real SGLang 0.5.23 (docs/multi-node.md)
+
+
+def test_with_lost_rank_hang_a_lost_follower_stalls_the_leader_which_stays(group):
+    leader, url = group(0, "--lost-rank", "hang")
+    follower, _ = group(1, "--lost-rank", "hang")
     wait_for(lambda: status(url + "/ready") == 200, 20, "the group formed")
     follower.kill()
     wait_for(lambda: status(url + "/health") == 503, 10, "the leader's health failing")
