@@ -12,7 +12,8 @@ from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status, overshoot_bound
 
 PORT = 30000
-KEYS = {"api": "api-key-of-the-team", "admin": "admin-key-of-the-team"}
+KEYS = {"api": "api-key-of-the-team", "admin": "admin-key-of-the-team"}  # the team's Secret
+ENDPOINT_KEY_FIELDS = {"api": "apiKey", "admin": "adminApiKey"}
 
 
 def serving_deployment(args: list[str], model_path: str) -> dict:
@@ -50,19 +51,25 @@ def serving_pod_ip(core: client.CoreV1Api, namespace: str) -> str:
         raise AssertionError(f"{e}: {seen}") from None
 
 
-def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budget_is_exact(run, k8s):
-    r = run(extraction=False)
+def against_the_teams_server(r, k8s, model_path: str, *keys: str) -> client.CoreV1Api:
+    """The team's server running (its Secret, Deployment and Service), and the run's spec pointed at it
+    through its Service, as a team's clients reach it, with the Secret's `keys` (api, admin)."""
     server = r.body["spec"]["server"]
     core = client.CoreV1Api(k8s)
     core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
-    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/tiny"))
+    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], model_path))
     core.create_namespaced_service(r.namespace, serving_service())
     serving_pod_ip(core, r.namespace)
-    url = f"http://sglang.{r.namespace}.svc:{PORT}"  # its Service, as a team's clients reach it
     for key in ("image", "command", "args"):
         del server[key]
-    server["endpoint"] = {"url": url, "apiKey": {"name": "sglang-keys", "key": "api"},
-                          "adminApiKey": {"name": "sglang-keys", "key": "admin"}}
+    server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}",
+                          **{ENDPOINT_KEY_FIELDS[key]: {"name": "sglang-keys", "key": key} for key in keys}}
+    return core
+
+
+def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budget_is_exact(run, k8s):
+    r = run(extraction=False)
+    core = against_the_teams_server(r, k8s, "/models/tiny", "api", "admin")
     r.apply()
     seen: dict[str, client.V1Pod] = {}  # every pod of the run, as last seen (the Jobs go when done)
 
@@ -88,15 +95,7 @@ def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budg
 
 def test_a_server_of_another_model_is_refused_by_the_preflight_and_said_on_the_object(run, k8s):
     r = run(extraction=False)
-    server = r.body["spec"]["server"]
-    core = client.CoreV1Api(k8s)
-    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
-    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/other"))
-    core.create_namespaced_service(r.namespace, serving_service())
-    serving_pod_ip(core, r.namespace)
-    for key in ("image", "command", "args"):
-        del server[key]
-    server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}", "apiKey": {"name": "sglang-keys", "key": "api"}}
+    core = against_the_teams_server(r, k8s, "/models/other", "api")
     r.apply()
     status = r.wait_phase("Failed", timeout_s=120)
     said = " ".join(c.get("message", "") for c in status["conditions"])
@@ -109,15 +108,7 @@ def test_without_the_servers_admin_key_the_run_aborts_by_disconnect_and_says_so_
     """The team hands out its API key only: nothing can be cut, so every budget is met by complete
     responses (as atBudget: abort), and condition AtBudget with a Warning event say why."""
     r = run(extraction=False)
-    server = r.body["spec"]["server"]
-    core = client.CoreV1Api(k8s)
-    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
-    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], "/models/tiny"))
-    core.create_namespaced_service(r.namespace, serving_service())
-    serving_pod_ip(core, r.namespace)
-    for key in ("image", "command", "args"):
-        del server[key]
-    server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}", "apiKey": {"name": "sglang-keys", "key": "api"}}
+    against_the_teams_server(r, k8s, "/models/tiny", "api")
     r.apply()
     status = r.wait_phase("Succeeded", timeout_s=240)
     check_records_match_status(status, r.records(), bound=overshoot_bound({**r.body["spec"], "atBudget": "abort"}))
