@@ -20,6 +20,11 @@ from draftgen_contracts.sglang_auth import ADMIN_API_KEY_ENV, API_KEY_ENV, Serve
 
 KEY_FLAGS = {"--api-key": "api_key", "--admin-api-key": "admin_api_key"}
 KEY_BYTES = 32  # of randomness per key (secrets.token_urlsafe: 43 characters)
+# Every key starts with a letter: SGLang turns each line of its --config file into `--api-key VALUE`
+# and parses that again (srt/utils/server_args_config_parser.py, 0.5.23), so a value that starts with
+# "-" (one token_urlsafe in 64) is read as a flag: "argument --api-key: expected one argument", and
+# the server exits. Seen once in `make test` (the real-SGLang pipeline on the control plane).
+KEY_PREFIX = "k"
 
 
 def user_keys(server_args: list[str]) -> ServerKeys | None:
@@ -33,7 +38,7 @@ def user_keys(server_args: list[str]) -> ServerKeys | None:
 
 
 def fresh_keys() -> ServerKeys:
-    return ServerKeys(secrets.token_urlsafe(KEY_BYTES), secrets.token_urlsafe(KEY_BYTES))
+    return ServerKeys(KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES), KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES))
 
 
 def keys_secret(name: str, labels: dict[str, str]) -> dict:
