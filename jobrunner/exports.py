@@ -166,10 +166,11 @@ def export_drafter(states_dir: Path, index: dict, kind: str, drafter: str, layer
         sample_ids = sorted(sid for sid in index["samples"] if facts[sid][0] == split)
         if sample_ids:
             (tmp / split).mkdir()
-            _export_split(states_dir, index, kind, drafter, picked, sample_ids, facts, tmp / split)
-            splits[split] = {"folder": split, "samples": len(sample_ids), "sample_ids": f"{split}/sample_ids.json",
-                             "truncated": sum(facts[s][1] for s in sample_ids),
-                             "cut_at_budget": sum(facts[s][2] for s in sample_ids)}
+            written = _export_split(states_dir, index, kind, drafter, picked, sample_ids, facts, tmp / split)
+            splits[split] = {"folder": split, "samples": len(written), "sample_ids": f"{split}/sample_ids.json",
+                             "truncated": sum(facts[s][1] for s in written),
+                             "cut_at_budget": sum(facts[s][2] for s in written),
+                             **({"left_out": len(sample_ids) - len(written)} if len(written) < len(sample_ids) else {})}
     vocab = _with_vocabulary(corpus_dir, kind, tmp)
     (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "drafter": drafter, "aux_layers": layers,
                                                    "final_state": final_state, "splits": splits,
@@ -190,17 +191,24 @@ def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
 
 
 def _export_split(states_dir: Path, index: dict, kind: str, drafter: str, picked: list[int],
-                  sample_ids: list[str], facts: dict[str, tuple[str, bool, bool]], out: Path) -> None:
+                  sample_ids: list[str], facts: dict[str, tuple[str, bool, bool]], out: Path) -> list[str]:
+    """The split's files; returns the samples written (SpecForge's DFlash takes only samples with two
+    consecutive trained tokens: normalize_offline_sample, specforge/algorithms/common/dflash_family_data.py)."""
     import torch
     from safetensors.torch import save_file
 
     from jobrunner.hidden_states.store import load_sample
 
     rows = ArrowDatasetWriter(out) if kind == "speculators" else None
-    for i, sid in enumerate(sample_ids):
+    written: list[str] = []
+    for sid in sample_ids:
         # SpecForge reads bf16 states; speculators' FP8Transfer dequantizes fp8 values and scales itself.
         s = load_sample(states_dir, sid, index, dequantize=kind == "specforge")
         ids, mask = s["input_ids"].to(torch.int64), s["loss_mask"].to(torch.int64)
+        if (kind, drafter) == ("specforge", "dflash") and not bool((mask[1:] & mask[:-1]).any()):
+            continue  # SpecForge's DFlash refuses a sample without two consecutive trained tokens
+        i = len(written)
+        written.append(sid)
         _, truncated, cut = facts[sid]
         if kind == "specforge":
             group = i // SPECFORGE_GROUP * SPECFORGE_GROUP
@@ -219,7 +227,8 @@ def _export_split(states_dir: Path, index: dict, kind: str, drafter: str, picked
                       "truncated": truncated, "cut_at_budget": cut})
     if rows is not None:
         rows.close()
-    (out / "sample_ids.json").write_text(json.dumps(sample_ids))
+    (out / "sample_ids.json").write_text(json.dumps(written))
+    return written
 
 
 def specforge_tensors(drafter: str, ids, mask, aux, final, truncated: bool, cut: bool) -> dict:
