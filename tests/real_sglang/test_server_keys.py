@@ -96,3 +96,31 @@ def test_generate_runs_through_the_keys_cuts_included_and_never_writes_them(keye
     # The real server answers both keys in clear in /server_info (api_key, admin_api_key, launch_command).
     assert session["server"]["api_key"] == session["server"]["admin_api_key"] == "<redacted>"
     assert "<redacted>" in session["server"]["launch_command"]
+
+
+def test_without_the_admin_key_a_server_not_ours_is_met_by_complete_responses_and_stops_the_dropped_ones(
+        keyed_servers, real_model, tmp_path):
+    """spec.server.endpoint with the API key alone, on the real server: /abort_request refuses it, so the
+    run turns cutting off (the simulator's behaviour is held here); the requests in flight at the budget
+    are dropped by closing their connections, which the real server notices and stops within its wait
+    loop's 4 s (docs/sglang.md#client-disconnects): its running requests fall to none."""
+    import re
+    import time
+
+    _, server = keyed_servers
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 60)
+    cfg = config(server, tmp_path, real_model, [{"name": "a", "path": prompts, "budget_tokens": 600,
+                                                 "concurrency": 8}]).model_copy(update={"served_model_name": "m"})
+    assert asyncio.run(run_generate(cfg, keys=ServerKeys(api_key=KEYS.api_key))) == exit_codes.OK, server.log_tail()
+    kept = records(tmp_path, "a")
+    assert sum(r["completion_tokens"] for r in kept) >= 600 and not any(r.get("cut_at_budget") for r in kept)
+
+    def running() -> float:
+        _, body = server.get("/metrics")
+        found = re.findall(rb"^sglang:num_running_reqs\{[^}]*\} ([0-9.e+]+)$", body, re.M)
+        assert found, "no sglang:num_running_reqs in /metrics"
+        return sum(float(v) for v in found)
+    deadline = time.monotonic() + 15
+    while running() > 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert running() == 0, server.log_tail()
