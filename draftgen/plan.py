@@ -76,7 +76,8 @@ def generate_config(spec: api.DatasetGenerationSpec, *, server_url: str, output_
     endpoint = spec.server.endpoint
     return GenerateConfig(
         server_url=endpoint.url if endpoint else server_url,
-        served_model_name=served_model_name(spec) if endpoint else None, startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
+        served_model_name=served_model_name(spec) if endpoint else None,
+        startup_timeout_s=spec.server.startup_timeout_seconds, output_root=output_root,
         run_id=run_id, replica=replica, replicas=spec.server.replicas,
         tokenizer_path=tokenizer_path or spec.model.tokenizer_path(), trust_remote_code=spec.model.trust_remote_code,
         model_path=spec.model.checkpoint_path(),

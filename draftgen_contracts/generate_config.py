@@ -175,6 +175,11 @@ class GenerateConfig(_Strict):
         "cut (partial responses kept, marked truncated) or abort (thrown away)")
     coordination: CoordinationConfig = Field(default_factory=CoordinationConfig)
 
+    @property
+    def server_is_ours(self) -> bool:
+        """Whether draftgen started the server (its sidecar): one that already runs names its model."""
+        return self.served_model_name is None
+
     @model_validator(mode="after")
     def _consistent(self) -> GenerateConfig:
         if self.replica >= self.replicas:

@@ -136,9 +136,9 @@ class Engine:
     async def _connect(self) -> None:
         """Wait for the server; learn the context length from it when the config does not say."""
         await self.client.wait_ready(self.config.startup_timeout_s)
-        # A server that is not draftgen's (served_model_name: spec.server.endpoint) may keep its admin key
-        # from us: then nothing can be cut, and an abort only closes the request's connection.
-        await self.client.check_keys(abort_optional=self.config.served_model_name is not None)
+        # A server that is not draftgen's (spec.server.endpoint) may keep its admin key from us: then
+        # nothing can be cut, and an abort only closes the request's connection.
+        await self.client.check_keys(abort_optional=not self.config.server_is_ours)
         if not self.client.can_abort:
             self._stop_cutting_at_budget("the server refuses /abort_request without its admin key (name its Secret "
                                          "in server.endpoint.adminApiKey): requests in flight at a budget are "

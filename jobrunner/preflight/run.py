@@ -60,7 +60,7 @@ def _check(config: GenerateConfig, model_dir: str, findings: Findings) -> None:
     if missing:  # a typo in a path, a volume holding something else
         raise PreflightProblem("the run's inputs", "; ".join(missing))
     findings.model = model = model_facts(model_dir)
-    if config.served_model_name:  # a server that already runs: the model the spec names, or nothing
+    if not config.server_is_ours:  # a server that already runs: the model the spec names, or nothing
         check_served_model(config.server_url, config.served_model_name, ServerKeys.from_env(os.environ))
     check_config_trust(model_dir, config.trust_remote_code)
     findings.context_length = context = config.context.length or model.context_length

@@ -168,3 +168,21 @@ def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir,
             final_state="pre-norm", log=lambda *_: None)
     with pytest.raises(ValueError, match="specforge trains none of the drafters these states serve"):
         exports.export_states(tmp_path / "mtp", "specforge", corpus_dir)
+
+
+def test_fp8_states_keep_their_scales_in_speculators_dflash_and_mtp_layouts(corpus_dir, tmp_path):
+    """Each drafter's layout picks its layers' scales with its layers: dequantized, every layout gives the
+    stored states back (MTP's one input layer is the final state, its scale repeated)."""
+    from safetensors.torch import load_file
+
+    model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
+    out = tmp_path / "states"
+    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state="pre-norm",
+                    drafters=["dflash", "mtp"], log=lambda *_: None)
+    s = load_sample(out, sorted(index["samples"])[0], index)  # dequantized to bf16
+    aux, final = s["aux_hidden_states"], s["final_hidden_state"]
+    for folder, want in zip(exports.export_states(out, "speculators", corpus_dir), (aux, final.unsqueeze(1))):
+        d = load_file(folder / "train" / "hidden_states" / "hs_0.safetensors")
+        assert d["hidden_states_scales"].shape[1:] == (want.shape[1] + 1, 1), folder.name
+        restored = (d["hidden_states"].float() * d["hidden_states_scales"]).bfloat16()
+        assert torch.equal(restored, torch.cat([want, final.unsqueeze(1)], dim=1)), folder.name
