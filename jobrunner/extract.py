@@ -46,8 +46,8 @@ def corpus_tokens(manifest: dict, splits: list[str]) -> int:
 def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_layers: list[int] | None = None,
             drafters: list[str] = ("eagle3",), final_state: str = "post-norm", dtype: str = "bf16",
             max_len: int | None = None, too_long: str = "truncate", max_batch_tokens: int = 16384,
-            max_batch_size: int = 64, sort_window: int = 2048, shard_mb: float = 1024, backend_name: str = "transformers", make_backend=None,
-            publish=None, log=print) -> dict:
+            max_batch_size: int = 64, sort_window: int = 2048, shard_mb: float = 1024,
+            backend_name: str = "transformers", make_backend=None, publish=None, log=print) -> dict:
     """Extract states for every sample of `splits` not yet in `out_dir`; returns the index. One forward
     stores every auxiliary layer the `drafters` read (`aux_layers` replaces their defaults) and the
     final state. `backend_name` says what `make_backend` makes (recorded with the states; a resume must match);
