@@ -129,7 +129,9 @@ async def test_resume_after_raising_the_budget_never_repeats_a_row(simulator, tm
 async def test_exhausted_dataset_overlaps_with_the_next(simulator, tmp_path, tokenizer_path):
     from tests.jobrunner.conftest import write_prompts
 
-    sim = simulator(**FAST_SIM, profile="chat")
+    # Every response takes 0.4 s (400 tokens at 100 tokens/s, 10x): a's last one is surely still in
+    # flight when b starts, however loaded the machine (short chat responses at 200x made the check race).
+    sim = simulator(profile="fixed:400", speedup=10.0)
     small = write_prompts(tmp_path / "small.jsonl", 30)
     cfg = config(sim, tmp_path, tokenizer_path, [
         {"name": "a", "path": small, "budget_tokens": 10**9},
