@@ -42,7 +42,11 @@ class ClusterDriver:
             return (status.get("observedGeneration") == obj["metadata"]["generation"]
                     and status.get("phase") in ("Succeeded", "Failed"))
         wait_for(observed_and_done, 240, "the phase Succeeded or Failed", self.r.cluster, interval_s=0.5)
-        return self.r.status()
+        status = self.r.status()
+        # kopf posts events from a queue of its own, after the status patch: the final one a moment later.
+        shown = {c["type"]: c for c in status["conditions"]}["Failed" if status["phase"] == "Failed" else "Ready"]
+        wait_for(lambda: shown["reason"] in self.r.events(), 30, f"the event {shown['reason']}", self.r.cluster)
+        return status
 
     def events(self) -> list[str]:
         return self.r.events()
