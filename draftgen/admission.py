@@ -44,7 +44,7 @@ CLIMBS = "(^|/)[.][.](/|$)"
 # Flags draftgen gives the server itself (plan.server_args): a second one would contradict the spec.
 # `--config`: SGLang reads one config file, and the server's keys come in draftgen's (docs/security.md).
 OWN_SERVER_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length",
-                    "--config"]
+                    "--config", "--nnodes", "--node-rank", "--dist-init-addr"]
 # Node-selector keys and values (k8s.io/apimachinery pkg/util/validation): a qualified name, a label value.
 QUALIFIED_NAME = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
@@ -78,6 +78,7 @@ DRAFTERS_CEL = "(has(self.extraction.drafters) ? self.extraction.drafters : ['ea
 def final_state_readers(kind: str) -> list[str]:
     """The drafters whose `kind` export reads the final state (SpecForge's DFlash does not)."""
     return [d for d in drafters.EXPORT_DRAFTERS[kind] if (kind, d) not in drafters.IGNORES_FINAL_STATE]
+ONE_NODE = "self.server.nodesPerReplica == 1"
 EXTRACTION_GPUS = api.Extraction.model_fields["gpus"].default
 SERVER_TP = api.Server.model_fields["tensor_parallel_size"].default
 
@@ -91,8 +92,14 @@ SPEC_RULES = [
          "that already runs)", "has(self.server.image) != has(self.server.endpoint)"),
     Rule(".server.endpoint", "server.endpoint: extraction.backend sglang runs the server's image; with an endpoint "
          "use extraction.backend transformers", f"!has(self.server.endpoint) || {SGLANG_BACKEND_CEL}"),
-    Rule(".server.gpusPerReplica", "server.gpusPerReplica must be a multiple of server.tensorParallelSize",
-         "self.server.gpusPerReplica % self.server.tensorParallelSize == 0"),
+    Rule(".server.gpusPerReplica", "server.gpusPerReplica x server.nodesPerReplica (a replica's GPUs) must be a "
+         "multiple of server.tensorParallelSize",
+         "(self.server.gpusPerReplica * self.server.nodesPerReplica) % self.server.tensorParallelSize == 0"),
+    Rule(".server.nodesPerReplica", "server.nodesPerReplica: a server that already runs (server.endpoint) has no "
+         "nodes of draftgen's; leave it 1", f"!has(self.server.endpoint) || {ONE_NODE}"),
+    Rule(".server.nodesPerReplica", "server.nodesPerReplica: extraction.backend sglang runs the server in one pod; "
+         "a replica across nodes extracts with extraction.backend transformers",
+         f"{ONE_NODE} || {SGLANG_BACKEND_CEL}"),
     Rule(".server.shmSize", "server.shmSize must be a Kubernetes quantity such as 64Gi",
          "!has(self.server.shmSize) || isQuantity(self.server.shmSize)"),
     Rule(".promptClasses", "exactly one prompt class must have no maxPromptTokens (it takes the longest prompts)",
@@ -210,6 +217,25 @@ SPEC_RULES = [
 NAME_RULE = api.cel(f"self.size() <= {names.MAX_NAME_LENGTH}",
                     f"metadata.name must be at most {names.MAX_NAME_LENGTH} characters so every child object's name "
                     "(Jobs, pods, ServiceAccount, reports) stays valid")
+
+
+# A multi-node replica's pods take "<job>-<rank>" as their hostname and find their leader under the
+# Service "<name>-ranks": both must be DNS labels (a Service's must start with a letter), so the run's
+# name must be one too. A rule on the object's root, the one place that sees metadata.name and the spec.
+DNS_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+OBJECT_RULES = [
+    Rule(".metadata.name", "metadata.name: with server.nodesPerReplica above 1 the name must be a DNS label "
+         "(lowercase letters, digits and '-', starting with a letter, no '.'): it names the replica's pods' "
+         "hostnames and the Service they find each other under",
+         "!has(self.spec) || !has(self.spec.server) || !has(self.spec.server.nodesPerReplica) || "
+         f"self.spec.server.nodesPerReplica == 1 || self.metadata.name.matches('{DNS_LABEL}')"),
+]
+
+
+def object_problems(name: str, spec: api.DatasetGenerationSpec) -> list[str]:
+    """Every rule of the object's root the object breaks (OBJECT_RULES), as the API server says them."""
+    holds = rule_checker(self={"metadata": {"name": name}, "spec": as_applied(spec)})
+    return [rule.message for rule in OBJECT_RULES if not holds(rule.cel)]
 
 
 def name_problem(name: object) -> str | None:

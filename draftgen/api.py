@@ -26,6 +26,7 @@ from .kube_types import (Affinity, EnvVar, KeySelector, ResourceRequirements, Se
                          VolumeMount)
 
 MAX_REPLICAS = 64
+MAX_NODES_PER_REPLICA = 16
 MAX_DATASETS = 64
 # Names that reach an object's name or a label value (k8s.io/apimachinery pkg/util/validation):
 # a DNS-1123 subdomain; one that is also a label value (<= 63, no uppercase).
@@ -140,8 +141,12 @@ class Server(Model):
     args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
         default_factory=list, max_length=256, description="Extra server arguments (e.g. --mem-fraction-static 0.88).")
     tensor_parallel_size: int = Field(8, ge=1, le=64, description="SGLang --tp-size.")
-    gpus_per_replica: int = Field(8, ge=1, le=64, description="nvidia.com/gpu per generation pod (one pod per node).")
-    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="Generation pods, each on its own GPU node.")
+    gpus_per_replica: int = Field(8, ge=1, le=64, description=(
+        "nvidia.com/gpu per generation pod (one pod per node; a replica has nodesPerReplica of them)."))
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description="Generation replicas, each on GPU nodes of its own.")
+    nodes_per_replica: int = Field(1, ge=1, le=MAX_NODES_PER_REPLICA, description=(
+        "GPU nodes one replica's server spans (SGLang --nnodes): one pod per node, gpusPerReplica GPUs each, "
+        "rank 0 serving the API; the group starts, ends and restarts as one (docs/multi-node.md)."))
     port: int = Field(30000, ge=1024, le=65535, description="The server's port inside the pod.")
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements, description=(
         "The server container's resources (cpu, memory); its nvidia.com/gpu limit comes from gpusPerReplica."))

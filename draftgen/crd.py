@@ -103,6 +103,7 @@ def crd() -> dict:
                        "model served by SGLang, within per-dataset token budgets, then merges it and extracts "
                        "the target's EAGLE-3 hidden states.",
         "required": ["spec"],
+        "x-kubernetes-validations": [rule.cel_rule() for rule in admission.OBJECT_RULES],
         # The name's rule sits on metadata.name (the one metadata field a CRD may restrict, with
         # generateName), so the API server's refusal names that field.
         "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},

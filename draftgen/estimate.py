@@ -137,7 +137,8 @@ def estimate(spec: DatasetGenerationSpec, preflight: Preflight | None, datasets:
     to_generate = sum(e.response_tokens for _, e in generated)
     hours = left / rate / 3600
     ends = iso_after(now, hours * 3600) if basis == "measured" and left else None
-    gpus = 0 if spec.server.endpoint else spec.server.replicas * spec.server.gpus_per_replica  # an endpoint: its owner's
+    s = spec.server
+    gpus = 0 if s.endpoint else s.replicas * s.nodes_per_replica * s.gpus_per_replica  # an endpoint: its owner's
     extraction_tps, extraction_basis = extraction_rate(spec, extraction)
     extraction_hours = stored / extraction_tps / 3600 if extraction_tps else 0.0
     # From the report's own time, not now: the end moves when a report comes (every 15 s), and the

@@ -203,3 +203,9 @@ def test_the_state_bytes_follow_the_layers_the_drafters_read_and_each_drafters_e
     assert "5 aux layers" in e.assumptions
     states = sum(export_bytes("speculators", 140_000, 200, 64, aux, "bf16") for aux in (3, 5, 1))
     assert e.export_bytes == states
+
+
+def test_a_replica_across_nodes_holds_every_nodes_gpus():
+    two_nodes = SPEC.model_copy(update={"server": SPEC.server.model_copy(update={"nodes_per_replica": 2})})
+    e = estimate(two_nodes, None, [], None, NOW)
+    assert e.gpu_hours == round(50 / 3600 * 32, 1)  # the same rate (rank 0 serves), twice the GPUs

@@ -73,11 +73,15 @@ def unreported_parts(replicas: int, reports: dict[int, ProgressDocument], datase
             if index not in reports or dataset not in reports[index].datasets]
 
 
-def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument]) -> list[ReplicaStatus]:
-    """Each replica's last report, per dataset of the spec: the replicas read one another's parts
-    here to share the budgets (jobrunner.coordination_kube)."""
-    datasets = [d.name for d in spec.datasets]
-    return [ReplicaStatus.of(r, reports[r], datasets) for r in range(spec.server.replicas) if r in reports]
+def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocument],
+                  nodes: dict[int, list[str]] | None = None,
+                  group_restarts: dict[int, int] | None = None) -> list[ReplicaStatus]:
+    """Each replica's last report, per dataset of the spec (the replicas read one another's parts here
+    to share the budgets: jobrunner.coordination_kube), its nodes and its group's restarts: every
+    replica that has any of them."""
+    datasets, nodes, group_restarts = [d.name for d in spec.datasets], nodes or {}, group_restarts or {}
+    return [ReplicaStatus.of(r, reports.get(r), datasets, nodes.get(r), group_restarts.get(r, 0))
+            for r in range(spec.server.replicas) if r in reports or nodes.get(r) or group_restarts.get(r)]
 
 
 def reported_tokens(datasets: list[DatasetStatus]) -> int | None:

@@ -31,6 +31,11 @@ class JobState:
     suspended_since: str = ""  # its Suspended condition's lastTransitionTime (RFC 3339); "" when not suspended
     queue: str = ""  # its Kueue LocalQueue (label kueue.x-k8s.io/queue-name); "" when not queued
     uid: str = ""
+    replica: int | None = None  # a generation Job's replica (label draftgen.io/replica)
+
+    def why_failed(self) -> str:
+        """Kubernetes' reason for the Job's failure, with its message when it has one."""
+        return f"{self.failure_reason}: {self.failure_message}" if self.failure_message else self.failure_reason
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class PodState:
     problem_reason: str = ""  # Unschedulable, ErrImagePull, ImagePullBackOff, CrashLoopBackOff, ...
     problem_message: str = ""  # the scheduler's or the kubelet's own words
     deleting: bool = False
+    node: str = ""  # the node it was scheduled to
+    failure: str = ""  # a container that failed: its name, exit code and last words (its termination message)
 
 
 # Container waiting reasons that mean the pod will not start by itself soon.
@@ -75,10 +82,22 @@ def pod_state_from(pod: dict) -> PodState:
             reason = waiting["reason"]
             message = f"container {cs.get('name')}: {waiting.get('message') or waiting['reason']}{_last_exit(cs)}"
             break
+    failure = next((_failure(cs) for cs in [*(status.get("initContainerStatuses") or []),
+                                             *(status.get("containerStatuses") or [])] if _failure(cs)), "")
     replica = (meta.get("labels") or {}).get(LABEL_REPLICA, "0")
     return PodState(name=meta.get("name", ""), replica=int(replica) if replica.isdigit() else 0, scheduled=scheduled,
                     ready=ready, problem_reason=reason, problem_message=message,
-                    deleting=meta.get("deletionTimestamp") is not None)
+                    deleting=meta.get("deletionTimestamp") is not None, node=(pod.get("spec") or {}).get("nodeName") or "",
+                    failure=failure)
+
+
+def _failure(container_status: dict) -> str:
+    """A container that ended with a non-zero exit code, and what it said (its last line), else ""."""
+    ended = (container_status.get("state") or {}).get("terminated") or {}
+    if not ended.get("exitCode"):
+        return ""
+    said = (ended.get("message") or "").strip().splitlines()
+    return f"container {container_status.get('name')} exited {ended['exitCode']}" + (f": {said[-1]}" if said else "")
 
 
 @dataclass(frozen=True)
@@ -123,4 +142,10 @@ def job_state_from(job: dict) -> JobState:
         failure_reason=(failed or {}).get("reason", ""), failure_message=(failed or {}).get("message", ""),
         failed_at=(failed or {}).get("lastTransitionTime", ""), deleting=meta.get("deletionTimestamp") is not None, created_at=meta.get("creationTimestamp") or "",
         suspended=suspended, suspended_since=since if suspended else "",
-        queue=(meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL, ""), uid=meta.get("uid", ""))
+        queue=(meta.get("labels") or {}).get(KUEUE_QUEUE_LABEL, ""), uid=meta.get("uid", ""),
+        replica=_replica_label(meta))
+
+
+def _replica_label(meta: dict) -> int | None:
+    value = (meta.get("labels") or {}).get(LABEL_REPLICA, "")
+    return int(value) if value.isdigit() else None

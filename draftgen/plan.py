@@ -21,7 +21,7 @@ from draftgen_contracts.sglang_protocol import sglang_python
 from draftgen_contracts.generate_config import (ContextConfig, CoordinationConfig, DatasetConfig, DatasetFields,
                                                 GenerateConfig)
 
-from . import api, server_keys
+from . import api, rank_group, server_keys
 
 # How often a generation pod reports (one PATCH, and one GET of its DatasetGeneration, per second).
 # Replicas sharing a budget learn each other's tokens through the status, so together they overshoot
@@ -356,7 +356,11 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
                     *([server_keys.keys_volume(name)] if own_keys else [])],
     }
     pod_spec["affinity"] = one_per_node(name, pod_spec.get("affinity", {}))
-    return _generation_job(name, spec, replica, settings, config, pod_spec)
+    if not rank_group.is_group(spec):
+        return _generation_job(name, spec, replica, settings, config, pod_spec)
+    rank_group.group_pod(pod_spec, name, spec, names.generation_job_name(name, replica),
+                         spec.runner_image or settings.runner_image)
+    return rank_group.group_job(_generation_job(name, spec, replica, settings, config, pod_spec), s.nodes_per_replica)
 
 
 def generate_container(name: str, spec: api.DatasetGenerationSpec, replica: int, settings: OperatorSettings,
@@ -526,6 +530,8 @@ def generation_network_policy(name: str, spec: api.DatasetGenerationSpec, settin
     peers = [json.loads(peer) for peer in settings.metrics_from]
     ports = [names.GENERATE_METRICS_PORT, *([spec.server.port] if settings.server_metrics else [])]
     rules = [{"from": peers, "ports": [{"protocol": "TCP", "port": p} for p in ports]}] if peers else []
+    if rank_group.is_group(spec):  # the ranks of a group talk to each other on ports SGLang picks
+        rules.append({"from": [{"podSelector": {"matchLabels": labels(name, "generate")}}]})
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": names.network_policy_name(name), "labels": labels(name, "generate-network")},
             "spec": {"podSelector": {"matchLabels": labels(name, "generate")}, "policyTypes": ["Ingress"],
@@ -538,6 +544,13 @@ def keys_secret(name: str, spec: api.DatasetGenerationSpec) -> dict | None:
     if spec.server.endpoint is not None or server_keys.user_keys(spec.server.args):
         return None
     return server_keys.keys_secret(name, labels(name, "keys"))
+
+
+def ranks_service(name: str, spec: api.DatasetGenerationSpec) -> dict | None:
+    """The headless Service of the run's rank groups; None unless its replicas span nodes."""
+    if not rank_group.is_group(spec):
+        return None
+    return rank_group.ranks_service(name, labels(name, "ranks"), labels(name, "generate"))
 
 
 def setup_objects(name: str, spec: api.DatasetGenerationSpec) -> list[dict]:

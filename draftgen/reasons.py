@@ -28,6 +28,7 @@ class Reason(StrEnum):
     OUTPUT_IN_USE = "OutputInUse"  # also its Warning event
     VOLUME_MISSING = "VolumeMissing"
     VOLUME_FULL = "VolumeFull"  # also its Warning event
+    GROUP_RESTARTED = "GroupRestarted"  # a Warning event: a replica across nodes failed and starts again
     # A stage left (Normal events).
     PREFLIGHT_PASSED = "PreflightPassed"
     MERGE_SUCCEEDED = "MergeSucceeded"
@@ -139,6 +140,12 @@ def suspended_jobs_deleted(jobs: list[str]) -> Explanation:
 
 
 # --- why the run failed ---------------------------------------------------------------------------
+
+def group_restarted(replica: int, nodes: int, job: str, why: str, restart: int, limit: int) -> Explanation:
+    return Explanation(Reason.GROUP_RESTARTED, f"replica {replica}: a rank of its {nodes}-node group failed (Job {job}: "
+                       f"{why or 'no reason given'}); the whole group starts again and resumes from its output "
+                       f"(group restart {restart} of {limit})")
+
 
 def job_failed(reason: Reason, job: str, why: str) -> Explanation:
     return Explanation(reason, f"Job {job} failed ({why or 'no reason given'})")

@@ -23,6 +23,7 @@ from .fold import fold_replicas, fold_reports, is_generation_done, progress_text
 from .observed import CONFIG_HASH_ANNOTATION, JobState, World
 from .policies.capacity_policy import Capacity, capacity_of, job_queued
 from .policies.failure_policy import failure_of, preflight_refused_for_good, pods_refused_for_good
+from .policies.group_policy import RESTART_LIMIT, groups_to_restart
 from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete, runs_while_suspended
 from .policies.phase_policy import PhaseFacts, ShownPhase, phase_of
 from .policies.space_policy import job_stopped_by_a_full_volume, retry_due
@@ -68,6 +69,7 @@ class Findings:
     volume_full: Explanation | None  # a stage stopped by a full output volume (policies/space_policy)
     still_failed: bool  # failed before, and the spec has not changed since
     in_use: bool  # the output folder belongs to another object
+    restarted: list[JobState]  # failed rank groups started again now (policies/group_policy)
 
     @property
     def failed(self) -> bool:
@@ -81,7 +83,7 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     decision = Decision(create=setup_to_create(r, found.config), events=events_before_status(r, found))
     if not found.failed and not found.in_use:
         decision.delete_jobs = jobs_to_delete(found.stage, spec.suspend, list(world.jobs.values()), found.digest)
-        decision.delete_jobs += jobs_to_try_again(r)
+        decision.delete_jobs += jobs_to_try_again(r) + [j.name for j in found.restarted]
         decision.create += jobs_wanted(r, found)
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", *reasons.suspended_jobs_deleted(decision.delete_jobs)))
@@ -101,10 +103,15 @@ def find(r: Reconcile) -> Findings:
     stage = stage_now(r, datasets, digest)
     capacity = capacity_now(r, stage)
     owner = r.world.output_owner
+    restarted = groups_to_restart(jobs, r.spec.server.nodes_per_replica, group_restarts_before(r.previous))
     return Findings(config=config, digest=digest, datasets=datasets, stage=stage, capacity=capacity,
-                    failure=failure_now(r, stage, capacity, digest), volume_full=volume_full_now(r),
+                    failure=failure_now(r, stage, capacity, digest, restarted), volume_full=volume_full_now(r),
                     still_failed=r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation,
-                    in_use=owner is not None and owner != r.name)
+                    in_use=owner is not None and owner != r.name, restarted=restarted)
+
+
+def group_restarts_before(previous: DatasetGenerationStatus) -> dict[int, int]:
+    return {replica.index: replica.group_restarts for replica in previous.replicas if replica.group_restarts}
 
 
 def stage_now(r: Reconcile, datasets: list[DatasetStatus], digest: str) -> Stage:
@@ -124,19 +131,20 @@ def capacity_now(r: Reconcile, stage: Stage) -> Capacity | None:
     if r.world.pods is None or stage != Stage.GENERATING or r.spec.suspend:
         return None
     return capacity_of(r.name, r.spec.server.replicas, r.world.pods, r.world.refused_pods, r.world.jobs,
-                       r.world.queue_waits)
+                       r.world.queue_waits, nodes=r.spec.server.nodes_per_replica)
 
 
 def stage_before(previous: DatasetGenerationStatus) -> Stage:
     return Stage(previous.stage or Stage.PREFLIGHT)  # a new object starts at its preflight
 
 
-def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: str) -> Explanation | None:
+def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: str,
+                restarted: list[JobState]) -> Explanation | None:
     """Why the run fails now, with what its pods said; while suspended only the preflight's (the other
-    Jobs are going anyway)."""
+    Jobs are going anyway). A rank group started again fails nothing."""
     # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
     current = [j for j in r.world.jobs.values() if not (j.component == Component.PREFLIGHT and j.config_hash != digest)
-               and (not r.spec.suspend or runs_while_suspended(j.component))]
+               and (not r.spec.suspend or runs_while_suspended(j.component)) and j not in restarted]
     failure = (failure_of(current) or pods_refused_for_good(capacity)
                or preflight_refused_for_good(r.name, stage, r.world))
     return reasons.with_pod_errors(failure, pod_errors(r.world)) if failure else None
@@ -151,9 +159,16 @@ def volume_full_now(r: Reconcile) -> Explanation | None:
     return reasons.volume_full(r.spec.output.claim_name, job.name, said, r.settings.volume_full_retry_s)
 
 
+def rank_failures(world: World, replica: int) -> list[str]:
+    """What the failed pods of a replica said (a group's pods are named <job>-<rank>-<suffix>)."""
+    return [f"pod {pod.name}: {pod.failure}" for pod in sorted(world.pods or (), key=lambda p: p.name)
+            if pod.replica == replica and pod.failure]
+
+
 def pod_errors(world: World) -> list[str]:
     """What the preflight and each replica reported of their own failure, beside Kubernetes' words."""
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
+    errors += [f for r in sorted({p.replica for p in world.pods or ()}) for f in rank_failures(world, r)]
     if world.preflight is not None and world.preflight.problem is not None:
         errors.insert(0, f"preflight: {world.preflight.problem.says()}")
     return errors
@@ -194,7 +209,8 @@ def jobs_wanted(r: Reconcile, found: Findings) -> list[dict]:
     # is refused as existing).
     if not any(is_generation_job(j) for j in jobs):
         return jobs
-    guards = [plan.keys_secret(r.name, r.spec), plan.generation_network_policy(r.name, r.spec, r.settings)]
+    guards = [plan.keys_secret(r.name, r.spec), plan.generation_network_policy(r.name, r.spec, r.settings),
+              plan.ranks_service(r.name, r.spec)]
     return [*(g for g in guards if g), *jobs]
 
 
@@ -231,6 +247,11 @@ def events_before_status(r: Reconcile, found: Findings) -> list[Event]:
         events.append(("Warning", *output_in_use(r)))
     if found.volume_full and not found.failed and last_ready_reason(r.previous) != Reason.VOLUME_FULL:
         events.append(("Warning", *found.volume_full))
+    if not found.failed and not found.in_use:
+        before = group_restarts_before(r.previous)
+        events += [("Warning", *reasons.group_restarted(
+            job.replica, r.spec.server.nodes_per_replica, job.name, "; ".join([job.why_failed(), *rank_failures(
+                r.world, job.replica)]), before.get(job.replica, 0) + 1, RESTART_LIMIT)) for job in found.restarted]
     return events
 
 
@@ -296,7 +317,7 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
     extraction = extraction_status(r.world.extraction) if r.world.extraction else previous.extraction
     return DatasetGenerationStatus(
         stage=stage, observed_generation=r.generation, conditions=list(previous.conditions), datasets=datasets,
-        replicas=fold_replicas(r.spec, r.world.reports),
+        replicas=fold_replicas(r.spec, r.world.reports, replica_nodes(r.world), group_restarts_now(r, found)),
         tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or r.now,
         completion_time=(previous.completion_time or r.now) if stage == Stage.DONE else None,
@@ -304,6 +325,24 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
         estimate=estimate(r.spec, preflight, datasets, previous.estimate, r.now,
                           hidden_size=preflight.model.hidden_size if preflight and preflight.model else None,
                           extraction=extraction))
+
+
+def replica_nodes(world: World) -> dict[int, list[str]]:
+    """Each replica's nodes, by its live pods (in rank order: the pods' names end in their index)."""
+    nodes: dict[int, list[str]] = {}
+    for pod in sorted(world.pods or (), key=lambda p: p.name):
+        if pod.node and not pod.deleting:
+            nodes.setdefault(pod.replica, []).append(pod.node)
+    return nodes
+
+
+def group_restarts_now(r: Reconcile, found: Findings) -> dict[int, int]:
+    """Each replica's group restarts: those before, and one more for each group started again now."""
+    counts = group_restarts_before(r.previous)
+    if not found.failed and not found.in_use:
+        for job in found.restarted:
+            counts[job.replica] = counts.get(job.replica, 0) + 1
+    return counts
 
 
 def stage_jobs(name: str, spec: DatasetGenerationSpec, stage: Stage) -> StageJobs:

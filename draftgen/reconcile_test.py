@@ -1,5 +1,7 @@
 """One reconcile, as a pure function, in the situations the operator meets."""
 
+from dataclasses import replace
+
 from draftgen import plan
 from draftgen.api import DatasetGenerationStatus
 from draftgen.conditions import ConditionType
@@ -279,3 +281,53 @@ def test_replicas_that_cannot_cut_at_the_budget_say_so_in_a_condition_and_a_warn
     again = run(previous=d.status, jobs=gen_jobs(active=2), reports=reports)
     assert not [e for e in again.events if e[1] == Reason.CUT_OFF]  # said once
     assert ConditionType.AT_BUDGET not in {c.type for c in run(jobs=gen_jobs(active=2)).status.conditions}
+
+
+GROUPS = SpecBuilder().replicas(2).server(nodesPerReplica=2, tensorParallelSize=16).dataset("a", budget=100).spec()
+GROUP_DIGEST = plan.config_digest(plan.config_object("x", "ns", GROUPS, SETTINGS))
+
+
+def test_a_failed_rank_group_is_started_again_whole_counted_and_said_until_its_restarts_run_out():
+    jobs = generation_jobs("x", 2, GROUP_DIGEST, active=2)
+    jobs["x-gen-r001"] = replace(jobs["x-gen-r001"], active=0, failed=True, failure_reason="BackoffLimitExceeded",
+                                 failure_message="Job has reached the specified backoff limit")
+    pods = (PodState("x-gen-r000-0-a", 0, scheduled=True, ready=True, node="gpu-1"),
+            PodState("x-gen-r000-1-b", 0, scheduled=True, ready=True, node="gpu-2"))
+    d = run(spec=GROUPS, jobs=jobs, pods=pods)
+    assert d.delete_jobs == ["x-gen-r001"] and d.status.phase != Phase.FAILED
+    assert [(e[0], e[1]) for e in d.events] == [("Warning", Reason.GROUP_RESTARTED)]
+    assert "replica 1: a rank of its 2-node group failed" in d.events[0][2] and "restart 1 of 6" in d.events[0][2]
+    replicas = {r.index: r for r in d.status.replicas}
+    assert replicas[1].group_restarts == 1 and replicas[0].nodes == ["gpu-1", "gpu-2"]
+    # Seen again while it is deleted: not counted twice.
+    deleting = {**jobs, "x-gen-r001": replace(jobs["x-gen-r001"], deleting=True)}
+    again = run(spec=GROUPS, previous=d.status, jobs=deleting, pods=pods)
+    assert not again.delete_jobs and {r.index: r.group_restarts for r in again.status.replicas}[1] == 1
+    # Its restarts spent, the next failure fails the run.
+    spent = d.status.model_copy(update={"replicas": [r.model_copy(update={"group_restarts": 6}) if r.index == 1 else r
+                                                     for r in d.status.replicas]})
+    last = run(spec=GROUPS, previous=spent, jobs=jobs, pods=pods)
+    assert last.status.phase == Phase.FAILED and not last.delete_jobs
+
+
+def test_a_rank_group_that_says_its_configuration_is_wrong_fails_the_run_at_once():
+    jobs = generation_jobs("x", 2, GROUP_DIGEST, failed=True, failure_reason=Reason.POD_FAILURE_POLICY,
+                           failure_message="Container generate for pod ns/x-gen-r000-0-a failed with exit code 2 "
+                                           "matching FailJob rule at index 0")
+    d = run(spec=GROUPS, jobs=jobs)
+    assert d.status.phase == Phase.FAILED and not d.delete_jobs
+
+
+def test_a_rank_group_serves_once_every_rank_is_ready():
+    half = (PodState("x-gen-r000-0-a", 0, scheduled=True, ready=True, node="gpu-1"),
+            PodState("x-gen-r000-1-b", 0, scheduled=True, node="gpu-2"))
+    d = run(spec=GROUPS, jobs=generation_jobs("x", 2, GROUP_DIGEST, active=2), pods=half)
+    assert d.status.ready_replicas == 0
+    whole = (half[0], PodState("x-gen-r000-1-b", 0, scheduled=True, ready=True, node="gpu-2"))
+    assert run(spec=GROUPS, jobs=generation_jobs("x", 2, GROUP_DIGEST, active=2), pods=whole).status.ready_replicas == 1
+
+
+def test_a_rank_groups_run_gets_its_headless_service_with_its_first_generation_jobs():
+    d = run(spec=GROUPS, jobs={})
+    assert names(d.create, "Service") == ["x-ranks"] and names(d.create, "Job") == ["x-gen-r000", "x-gen-r001"]
+    assert not names(run(jobs={}).create, "Service")

@@ -50,6 +50,14 @@ ADMIN_API_KEY_SECRET_KEY = "admin-api-key"
 # image, imported by the SGLang image's Python (PYTHONPATH).
 CODE_MOUNT = "/opt/draftgen-code"
 GENERATE_CONFIG_KEY = "generate.yaml"
+# A multi-node replica's pods: the leader's IP, as an init container resolved it, in this emptyDir;
+# rank 0 listens for the other ranks on DIST_INIT_PORT (SGLang's --dist-init-addr; it derives its
+# other ports from this one upwards).
+RANK_MOUNT = "/etc/draftgen-rank"
+LEADER_FILE = "leader"
+DIST_INIT_PORT = 20000
+# The index of a pod in its Indexed Job, which the Job controller puts in every container's environment.
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 REPORT_KEY = "progress.json"
 PREFLIGHT_KEY = "preflight.json"  # the preflight's findings: its report ConfigMap's key, and a file on the volume
 LABEL_PREFLIGHT = "draftgen.io/preflight"
@@ -98,6 +106,12 @@ def extraction_report_name(name: str) -> str:
 
 def generation_job_name(name: str, replica: int) -> str:
     return f"{name}-gen-r{replica:03d}"
+
+
+def ranks_service_name(name: str) -> str:
+    """The headless Service under which a multi-node replica's pods find their leader by name
+    (<job>-0.<service>); a DNS label, as admission requires the run's name to be for such runs."""
+    return f"{name}-ranks"
 
 
 def merge_job_name(name: str) -> str:

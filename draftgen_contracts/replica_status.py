@@ -11,6 +11,8 @@ camelCase, as the status is.
       finished: false
       datasets:
       - {name: chat, tokens: 5100, state: Generating, settled: true, budgetTokens: 10000}
+      nodes: [gpu-node-3, gpu-node-7]
+      groupRestarts: 0
 """
 
 from __future__ import annotations
@@ -53,11 +55,18 @@ class ReplicaStatus(_Status):
     report_time: float | None = Field(None, description="The report's own timestamp (Unix seconds).")
     finished: bool = False
     datasets: list[ReplicaDatasetStatus] = Field(default_factory=list, json_schema_extra=_BY_NAME)
+    nodes: list[str] = Field(default_factory=list, description=(
+        "The nodes its pods run on, by rank (one per node; a replica across nodes has several)."))
+    group_restarts: int = Field(0, description=(
+        "Times its group of nodes failed and was started again as one (server.nodesPerReplica > 1)."))
 
     @classmethod
-    def of(cls, index: int, report: ProgressDocument, datasets: list[str]) -> ReplicaStatus:
-        """A replica's report, with its entries of `datasets` (the spec's, in its order)."""
-        return cls(index=index, report_time=report.updated_at, finished=report.finished,
-                   datasets=[ReplicaDatasetStatus.of(name, report.datasets[name])
-                             for name in datasets if name in report.datasets])
+    def of(cls, index: int, report: ProgressDocument | None, datasets: list[str], nodes: list[str] | None = None,
+           group_restarts: int = 0) -> ReplicaStatus:
+        """A replica's report (None: none yet), with its entries of `datasets` (the spec's, in its order)."""
+        said = [ReplicaDatasetStatus.of(name, report.datasets[name]) for name in datasets
+                if report is not None and name in report.datasets]
+        return cls(index=index, report_time=report.updated_at if report else None,
+                   finished=report.finished if report else False, datasets=said, nodes=nodes or [],
+                   group_restarts=group_restarts)
 

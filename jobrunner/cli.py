@@ -21,6 +21,8 @@ COMMANDS = {
     "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
     "copy-code": ("jobrunner.copy_code", "copy jobrunner's packages for another image's Python (SGLang extraction)"),
     "validate": ("jobrunner.validate", "check a corpus and its hidden states: ids, lengths, masks, values, samples"),
+    "resolve-leader": ("jobrunner.group.leader_address", "write a multi-node replica's leader IP (an init container)"),
+    "rank": ("jobrunner.group.rank", "a multi-node replica pod's main container: generate on rank 0, follow on others"),
     "simulate": ("jobrunner.simulate.cli", "run the SGLang simulator (tests, demos, benchmarks)"),
 }
 

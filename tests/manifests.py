@@ -26,11 +26,20 @@ def with_server(**fields):
     return m
 
 
-def with_endpoint(url: str = "http://sglang.serving.svc:30000", **spec_overrides):
+def with_endpoint(url: str = "http://sglang.serving.svc:30000", nodes_per_replica: int = 1, **spec_overrides):
     """A server that already runs in place of the image (server.endpoint)."""
     m = manifest(**spec_overrides)
     del m["spec"]["server"]["image"]
+    if nodes_per_replica != 1:
+        m["spec"]["server"]["nodesPerReplica"] = nodes_per_replica
     m["spec"]["server"]["endpoint"] = {"url": url, "adminApiKey": {"name": "sglang-keys", "key": "admin"}}
+    return m
+
+
+def multi_node(name: str = "demo", extraction=None, **server):
+    """Each replica across two 8-GPU nodes, SGLang's tensor parallelism over all 16 GPUs."""
+    m = manifest(name, **({"extraction": extraction} if extraction else {}))
+    m["spec"]["server"].update({"nodesPerReplica": 2, "gpusPerReplica": 8, "tensorParallelSize": 16, **server})
     return m
 
 
@@ -75,6 +84,13 @@ INVALID = {
     "an endpoint that is not a URL": (with_endpoint(url="sglang:30000"), "spec.server.endpoint.url"),
     "an endpoint with the SGLang extraction backend": (with_endpoint(extraction={"backend": "sglang"}),
                                                        "spec.server.endpoint"),
+    "a replica across nodes of a server that already runs": (with_endpoint(nodes_per_replica=2),
+                                                             "spec.server.nodesPerReplica"),
+    "a replica across nodes with the SGLang extraction backend": (
+        multi_node(extraction={"enabled": True, "backend": "sglang", "gpus": 16}), "spec.server.nodesPerReplica"),
+    "a replica's GPUs that tp does not divide": (multi_node(tensorParallelSize=32), "spec.server.gpusPerReplica"),
+    "a replica across nodes under a dotted name": (multi_node(name="team.run"), "metadata.name: with server.nodesPerReplica"),
+    "a replica across nodes under a name starting with a digit": (multi_node(name="1run"), "metadata.name: with server."),
     "zero replicas": (with_server(replicas=0), "spec.server.replicas"),
     "dataset name not a DNS label": (with_dataset(name="Chat_Set"), "spec.datasets[0].name"),
     "unknown format": (with_dataset(format="csv"), "spec.datasets[0].format"),
@@ -192,6 +208,10 @@ VALID = {
         manifest(extraction={"drafters": ["dflash", "mtp"], "finalState": "pre-norm",
                              "exports": ["specforge", "speculators"]}),
     "a server that already runs, with its keys in a Secret": with_endpoint(),
+    "a replica across two nodes, tp over both": multi_node(),
+    "a replica across two nodes, pipeline parallel across them": multi_node(tensorParallelSize=8,
+                                                                            args=["--pp-size", "2"]),
+    "a dotted name on one node": manifest(name="team.run"),
     "quantities as Kubernetes takes them, numbers too": manifest(merge={"resources": {
         "requests": {"cpu": 2, "memory": "2Gi"}, "limits": {"cpu": "1500m", "memory": 4_000_000_000}}}),
 }

@@ -201,7 +201,7 @@ def generation_jobs(name: str, replicas: int, digest: str | None = None, **field
     jobs = {}
     for r in range(replicas):
         job_name = names.generation_job_name(name, r)
-        jobs[job_name] = JobState(job_name, "generate", digest, **fields)
+        jobs[job_name] = JobState(job_name, "generate", digest, replica=r, **fields)
     return jobs
 
 

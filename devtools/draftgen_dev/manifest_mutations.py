@@ -32,7 +32,8 @@ def example(name: str) -> dict:
     return dataset_generation(list(yaml.safe_load_all((REPO / "examples" / name).read_text())))
 
 
-BASES = [example("quickstart.yaml"), example("kimi-k25-eagle3.yaml"), example("hf-datasets.yaml")]
+BASES = [example("quickstart.yaml"), example("kimi-k25-eagle3.yaml"), example("hf-datasets.yaml"),
+         example("two-node-replicas.yaml")]
 
 # Kubernetes quantities a user might write, well-formed or not (apimachinery resource.ParseQuantity).
 QUANTITIES = ["64Gi", "1.5Gi", "0.5", ".5", "1.", "1e3", "1E3", "+1Gi", "-1Gi", "1Ki", "1k", "1K", "1m",
@@ -50,7 +51,8 @@ INPUTS = [{"claimName": "lib"}, {"claimName": "lib", "mountPath": "/lib"}, {"cla
 NAMES = ["a", "a" * 40, "a" * 41, "a" * 45, "a" * 46, "a" * 63, "a" * 64, "A", "a_b", "-a", "a-", "a.b", "1a",
          "a-" * 20 + "b", "é"]
 OWN_FLAGS = ["--model-path", "--tp-size", "--tensor-parallel-size", "--host", "--port", "--context-length",
-             "--config", "--api-key", "--admin-api-key", "--mem-fraction-static", "--tp", "--port-x"]
+             "--config", "--api-key", "--admin-api-key", "--mem-fraction-static", "--tp", "--port-x",
+             "--nnodes", "--node-rank", "--dist-init-addr", "--dist-timeout"]
 WRONG_TYPES = [None, True, 0, -1, 1.5, "7", "", [], {}, ["x"], {"x": 1}]
 
 
@@ -181,8 +183,15 @@ ENDPOINT_URLS = ["http://sglang.serving.svc:30000", "https://llm.example.com/v1x
 def mutation(draw, manifest: dict) -> str:
     """Apply one mutation to `manifest` in place; what it did, for the report."""
     choice = draw(st.sampled_from(["set", "set", "set", "delete", "add", "unknown", "classes", "args", "name",
-                                   "dataset", "quantity", "path", "inputs", "endpoint", "drafters"]))
+                                   "dataset", "quantity", "path", "inputs", "endpoint", "drafters", "nodes"]))
     spec = manifest["spec"]
+    if choice == "nodes":  # a replica across nodes, its parallelism, and what admission refuses beside it
+        server = spec["server"]
+        server["nodesPerReplica"] = draw(st.sampled_from([1, 2, 3, 16, 17, 0]))
+        server["tensorParallelSize"] = draw(st.sampled_from([8, 16, 24, 32]))
+        if draw(st.booleans()):
+            spec.setdefault("extraction", {})["backend"] = draw(st.sampled_from(["sglang", "transformers"]))
+        return f"server.nodesPerReplica={server['nodesPerReplica']} tp={server['tensorParallelSize']}"
     if choice == "endpoint":  # a server that already runs, in place of the image or beside it
         if draw(st.booleans()):
             spec["server"].pop("image", None)

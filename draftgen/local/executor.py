@@ -105,6 +105,14 @@ class LocalExecutor:
                                          "more replicas; this machine runs replica 0 of 1 and would generate their "
                                          "rows again: use another output.path")
 
+    def check_nodes(self) -> None:
+        """A replica across nodes needs the nodes: this machine runs one server process."""
+        nodes = self.spec.server.nodes_per_replica
+        if nodes != 1:
+            raise RunRefused(Component.GENERATE, f"server.nodesPerReplica={nodes}: a replica across nodes runs on a "
+                                                 "cluster; this machine runs one server: set nodesPerReplica to 1 and "
+                                                 "tensorParallelSize to this machine's GPUs to run it here")
+
     def check_checkpoint(self) -> None:
         """Extraction needs the checkpoint: a wrong --model-dir is found before any generation, not after."""
         model = Path(local_path(self.spec.model.checkpoint_path(), self.mounts))
@@ -124,6 +132,7 @@ class LocalExecutor:
     def run(self) -> int:
         previous = self.state_file.load()
         self.check_update(previous)
+        self.check_nodes()
         self.check_output()
         self.check_checkpoint()
         self.run_dir.mkdir(parents=True, exist_ok=True)

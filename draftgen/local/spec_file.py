@@ -51,6 +51,7 @@ def parse_object(obj: dict) -> tuple[str, api.DatasetGenerationSpec]:
             problems, spec = problems + wide, None
     if spec is not None:
         problems += admission.spec_problems(spec)
+        problems += admission.object_problems(name, spec) if not admission.name_problem(name) else []
     if problems:
         raise SpecError("\n  ".join(problems))
     return name, spec

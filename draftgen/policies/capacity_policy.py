@@ -63,12 +63,15 @@ def job_queued(job: JobState, kueue_says: str = "") -> Explanation:
 
 
 def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_pods: dict[str, str],
-                jobs: dict[str, JobState] | None = None, queue_waits: dict[str, str] | None = None) -> Capacity:
+                jobs: dict[str, JobState] | None = None, queue_waits: dict[str, str] | None = None,
+                nodes: int = 1) -> Capacity:
+    """`nodes`: the pods of one replica (server.nodesPerReplica): it serves once all of them are ready."""
     live = [p for p in pods if not p.deleting]
+    serving = {r for r in range(replicas) if sum(p.ready for p in live if p.replica == r) >= nodes}
     waits = []
     for r in range(replicas):
         mine = [p for p in live if p.replica == r]
-        if any(p.ready for p in mine):
+        if r in serving:
             continue
         job = names.generation_job_name(name, r)
         refused = refused_pods.get(job)
@@ -84,7 +87,7 @@ def capacity_of(name: str, replicas: int, pods: tuple[PodState, ...], refused_po
             waits.append(ReplicaWait(r, *starting(mine)))
     return Capacity(requested=replicas, pods=len({p.replica for p in live}),
                     scheduled=len({p.replica for p in live if p.scheduled}),
-                    ready=len({p.replica for p in live if p.ready}), waits=tuple(waits))
+                    ready=len(serving), waits=tuple(waits))
 
 
 def starting(pods: list[PodState]) -> Explanation:

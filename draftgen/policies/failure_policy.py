@@ -26,8 +26,7 @@ def failure_of(jobs: list[JobState]) -> Explanation | None:
     """Why the first failed Job still present failed, or None when none failed."""
     for job in sorted(jobs, key=lambda j: j.name):
         if job.failed and not job.deleting and not stopped_by_a_full_volume(job):
-            why = f"{job.failure_reason}: {job.failure_message}" if job.failure_message else job.failure_reason
-            return job_failed(STAGE_REASONS.get(job.component, Reason.JOB_FAILED), job.name, why)
+            return job_failed(STAGE_REASONS.get(job.component, Reason.JOB_FAILED), job.name, job.why_failed())
     return None
 
 

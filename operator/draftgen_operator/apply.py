@@ -50,6 +50,8 @@ def _create(namespace: str, obj: dict) -> None:
         create = client.BatchV1Api().create_namespaced_job
     elif kind == "NetworkPolicy":
         create = client.NetworkingV1Api().create_namespaced_network_policy
+    elif kind == "Service":
+        create = client.CoreV1Api().create_namespaced_service
     else:
         raise ValueError(f"no creator for {kind}")
     try:

@@ -204,6 +204,15 @@ def test_the_output_of_a_run_with_more_replicas_is_refused_untouched(tmp_path, d
     assert [p.name for p in (data_dir / "quickstart").rglob("*") if p.is_file()] == [part.name]
 
 
+def test_a_replica_across_nodes_is_refused_here_before_anything_runs(tmp_path, data_dir, model_dir, capsys):
+    obj = quickstart()
+    obj["spec"]["server"].update(nodesPerReplica=2, tensorParallelSize=16)
+    assert draftgen_run(write_spec(tmp_path / "quickstart.yaml", obj), "--data-dir", data_dir,
+                        "--model-dir", model_dir) == 2
+    assert "server.nodesPerReplica=2: a replica across nodes runs on a cluster" in capsys.readouterr().err
+    assert not (data_dir / "quickstart").exists()
+
+
 def test_existing_traces_join_the_corpus_as_they_are_and_are_counted_under_their_name(tmp_path, data_dir, model_dir):
     from draftgen_dev.demo_assets import write_traces
 

@@ -178,18 +178,22 @@ class Run:
         return sum((d.get("tokens") or 0) for r in reports for d in r.get("datasets") or [])
 
     def generate_pid(self, replica: int) -> int:
-        """The process id of the running generate container of `replica` (the local kubelet runs
-        containers as processes of this machine, each with HOSTNAME = its pod's name)."""
+        """The process id of the running generate container of `replica`."""
         pods = {p.metadata.name for p in self.pods_of_replica(replica) if p.status.phase == "Running"}
+        return self.process_of(pods, b"generate")
+
+    def process_of(self, pods: set[str], word: bytes) -> int:
+        """The process id of a container of one of `pods` whose command has `word` (the local kubelet
+        runs containers as processes of this machine, each with HOSTNAME = its pod's name)."""
         for proc in Path("/proc").iterdir():
             try:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
                 env = dict(kv.split(b"=", 1) for kv in (proc / "environ").read_bytes().split(b"\0") if b"=" in kv)
             except (OSError, ValueError):
                 continue
-            if b"generate" in argv and env.get(b"HOSTNAME", b"").decode() in pods:
+            if word in argv and env.get(b"HOSTNAME", b"").decode() in pods:
                 return int(proc.name)
-        raise AssertionError(f"no generate process of replica {replica} (pods {pods})")
+        raise AssertionError(f"no process with {word!r} in its command in pods {pods}")
 
     def records(self) -> list[dict]:
         root = self.data / self.name

@@ -162,3 +162,26 @@ def test_user_suspend_still_works_with_kueue_and_the_operator_never_writes_a_job
     assert status["phase"] == "Succeeded", status["conditions"]
     assert len(r.records()) >= kept
     check_records_match_status(status, r.records())
+
+
+def test_a_replica_across_two_nodes_is_admitted_whole_or_not_at_all(kueue, run):
+    """A ClusterQueue with room for one node's GPUs never starts half of a two-node replica: Kueue
+    admits the Job's pods as one Workload. Given room for both, both start, and the run succeeds."""
+    kueue.create_cluster_queue(name="one-node", gpus=8, preemption=False)
+    r = run(queueName="groups", budgets=(3000, 2000, 2000))
+    r.body["spec"]["server"].update(replicas=1, nodesPerReplica=2, tensorParallelSize=16)
+    kueue.create_local_queue(r.namespace, "groups", cluster_queue="one-node")
+    r.apply()
+
+    def queued():
+        said = ready(r.status())
+        return said.get("reason") == "Queued" and "nvidia.com/gpu" in said.get("message", "")
+    wait_for(queued, 120, "the group queued in Kueue", r.cluster, interval_s=0.5)
+    workload = workloads(r)[names.generation_job_name(r.name, 0)]
+    assert [p["count"] for p in workload["spec"]["podSets"]] == [2]  # one Workload of both ranks
+    time.sleep(5)  # Kueue has seen it and keeps it: no rank starts alone
+    assert not r.pods() and r.jobs()[names.generation_job_name(r.name, 0)].spec.suspend
+    kueue.set_gpu_quota(16, name="one-node")
+    wait_for(lambda: len(r.pods()) == 2, 120, "both ranks admitted together", r.cluster, interval_s=0.5)
+    status = r.wait_phase("Succeeded", timeout_s=240)
+    check_records_match_status(status, r.records())

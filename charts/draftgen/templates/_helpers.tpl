@@ -80,6 +80,10 @@ apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-name
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
   verbs: [create]
+# Each run's headless Service, when its replicas span nodes: the ranks find their leader under it.
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create]
 # Missing volumes are reported in status instead of creating Jobs that cannot start.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]

@@ -188,6 +188,15 @@ class LocalKueue:
             spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
         self._create(None, "clusterqueues", {"metadata": {"name": name}, "spec": spec})
 
+    def set_gpu_quota(self, gpus: int, name: str = CLUSTER_QUEUE) -> None:
+        """The ClusterQueue's nvidia.com/gpu quota, changed (as an administrator adds nodes to it)."""
+        custom = client.CustomObjectsApi(self.api)
+        queue = custom.get_cluster_custom_object(*API, "clusterqueues", name)
+        for quota in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
+            if quota["name"] == "nvidia.com/gpu":
+                quota["nominalQuota"] = str(gpus)
+        custom.replace_cluster_custom_object(*API, "clusterqueues", name, queue)
+
     def create_local_queue(self, namespace: str, name: str, cluster_queue: str = CLUSTER_QUEUE) -> None:
         self._create(namespace, "localqueues", {"metadata": {"name": name}, "spec": {"clusterQueue": cluster_queue}})
 

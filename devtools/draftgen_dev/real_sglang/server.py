@@ -95,6 +95,12 @@ class RealSGLang(HTTPEndpoint):
 
     def start(self, env_overrides: dict[str, str | None] | None = None) -> "RealSGLang":
         """`env_overrides`: variables to set, or with None to unset, over CPU_ENV (benchmarks)."""
+        self.launch(env_overrides)
+        self.wait_ready()
+        return self
+
+    def launch(self, env_overrides: dict[str, str | None] | None = None) -> "RealSGLang":
+        """The process started, not waited for (a rank > 0 of a group never answers /ready)."""
         env = {**os.environ, **CPU_ENV, "PYTHONUNBUFFERED": "1"}
         for key, value in (env_overrides or {}).items():
             if value is None:
@@ -106,7 +112,6 @@ class RealSGLang(HTTPEndpoint):
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
-        self.wait_ready()
         return self
 
     def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:

@@ -148,10 +148,22 @@ class PodRunner(threading.Thread):
     def _finish(self, container, code: int) -> None:
         log.info("pod %s/%s: %s exited %d (log pods/%s/%s.log)", self.pod.metadata.namespace, self.pod.metadata.name,
                  container.name, code, self.pod.metadata.uid, container.name)
+        said = self._termination_message(container) if code != 0 else ""
         self._container_status(container, {"terminated": {
             "exitCode": code, "reason": "Completed" if code == 0 else "Error",
             "startedAt": self.statuses[container.name]["state"].get("running", {}).get("startedAt", now()),
-            "finishedAt": now()}})
+            "finishedAt": now(), **({"message": said} if said else {})}})
+
+    def _termination_message(self, container) -> str:
+        """A failed container's last words where it asks for them (terminationMessagePolicy
+        FallbackToLogsOnError: the kubelet takes the log's last 80 lines, at most 2,048 bytes)."""
+        if container.termination_message_policy != "FallbackToLogsOnError":
+            return ""
+        try:
+            tail = (self.dir / f"{container.name}.log").read_bytes()[-2048:]
+        except OSError:
+            return ""
+        return b"\n".join(tail.splitlines()[-80:]).decode(errors="replace")
 
     def run(self) -> None:
         self.started_at = now()

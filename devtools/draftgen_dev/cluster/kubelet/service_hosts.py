@@ -27,16 +27,18 @@ def service_addresses(api: client.ApiClient) -> dict[tuple[str, str], str]:
     pod named under a headless Service (pod_names). Chosen here, not read from EndpointSlices: the
     endpoints controllers leave out the loopback pod IPs of this kubelet."""
     core = client.CoreV1Api(api)
-    running = [p for p in core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
-               if p.status.pod_ip and p.metadata.deletion_timestamp is None]
-    ready = [p for p in running if is_ready(p)]
+    # As the EndpointSlice controller counts pods: any with an IP that has not ended (a pod whose init
+    # containers still run is Pending, with its IP: a rank group's leader while its server loads).
+    live = [p for p in core.list_pod_for_all_namespaces().items
+            if p.status.pod_ip and p.status.phase in ("Pending", "Running") and p.metadata.deletion_timestamp is None]
+    ready = [p for p in live if is_ready(p)]
     services = core.list_service_for_all_namespaces().items
     addresses = {}
     for service in services:
         chosen = sorted(p.status.pod_ip for p in ready if selects(service, p))
         if chosen:
             addresses[(service.metadata.namespace, service.metadata.name)] = chosen[0]
-    return {**addresses, **pod_names(running, services)}
+    return {**addresses, **pod_names(live, services)}
 
 
 def is_ready(pod) -> bool:
