@@ -35,7 +35,7 @@ COPY pyproject.toml README.md ./src/
 COPY draftgen_contracts ./src/draftgen_contracts
 COPY draftgen ./src/draftgen
 COPY jobrunner ./src/jobrunner
-COPY operator ./src/operator
+COPY draftgen_operator ./src/draftgen_operator
 # No build isolation: the build backend is the locked one above, and nothing is fetched here.
 RUN pip install --no-deps --no-build-isolation ./src \
  && pip check \

@@ -43,19 +43,17 @@ Goals: at 1M per dataset and 4 replicas, median excess <= 1 %, worst <= 2 %, uti
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
 
 from draftgen_dev.sim_process import SimulatorProcess
+from generate_processes import run_generates, write_prompts
 from jobrunner.output import read_summary
 
 PROFILES = ("function_calling", "code", "math", "chat", "swe")
@@ -64,13 +62,6 @@ REAL_CAPACITY_TPS = 10_000.0  # one replica's decode throughput, the scale the t
 REAL_PER_REQUEST_TPS = 100.0
 PUBLISH_INTERVAL_S = 1.0  # the generation pods' report interval
 MEDIAN_EXCESS_GOAL, WORST_EXCESS_GOAL, UTILISATION_GOAL = 0.01, 0.02, 0.95
-
-
-def write_prompts(path: Path, rows: int, prompt_len: int, seed: int) -> None:
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for _ in range(rows):
-            f.write(json.dumps({"input_ids": [rng.randrange(3, 500) for _ in range(prompt_len)]}) + "\n")
 
 
 def datasets(work: Path, budget: int, rows: int) -> list[dict]:
@@ -114,16 +105,6 @@ def stop(procs: list[subprocess.Popen]) -> None:
     for p in procs:
         p.kill()
         p.wait()
-
-
-def run_generates(work: Path, configs: list[Path]) -> tuple[list[int], float]:
-    """One `jobrunner generate` process per replica's config, side by side: their exit codes and
-    the wall time from their spawn to the last one's exit (imports and connection included)."""
-    started = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-m", "jobrunner.cli", "generate", "--config", str(c)],
-                              stdout=subprocess.DEVNULL, stderr=open(work / f"generate-{i}.log", "wb"))
-             for i, c in enumerate(configs)]
-    return [p.wait() for p in procs], time.monotonic() - started
 
 
 def run_once(replicas: int, budget: int, total_tps: float, rows: int, count: int, keep: Path | None,

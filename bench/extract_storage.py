@@ -32,7 +32,7 @@ from draftgen_contracts.names import sample_id
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, merge
 from jobrunner.extract import extract
-from jobrunner.hidden_states import plan
+from jobrunner.hidden_states import selection
 from jobrunner.output import PartWriter
 
 
@@ -82,7 +82,7 @@ def main() -> int:
     minimum = sum(lengths) * per_token
     written = index["bytes"]
     ours = [[w * window + i for i in b] for w in range(math.ceil(len(lengths) / window))
-            for b in plan.plan_batches(lengths[w * window:(w + 1) * window], args.max_batch_tokens, args.batch_size)]
+            for b in selection.plan_batches(lengths[w * window:(w + 1) * window], args.max_batch_tokens, args.batch_size)]
     in_order = [list(range(i, min(i + args.batch_size, len(lengths)))) for i in range(0, len(lengths), args.batch_size)]
     sorted_padded = padded_tokens(lengths, ours) * per_token
     order_padded = padded_tokens(lengths, in_order) * per_token

@@ -14,7 +14,7 @@ What it does: writes a config of a real model family's shape and random bf16 wei
 backends load the same checkpoint, so their states can be compared too), seeded random prompts of
 `--min-len` to `--max-len` tokens, then runs each backend in a process of its own (SGLang's parallel
 runtime starts once per process; a fresh process also frees the GPU between them): the batches
-`jobrunner extract` would plan (`plan.plan_batches`, `--max-batch-tokens`), one warm-up batch, then
+`jobrunner extract` would plan (`selection.plan_batches`, `--max-batch-tokens`), one warm-up batch, then
 every batch timed, the states copied to the host as extraction stores them. Prints tokens/s of each,
 their ratio, the largest difference between their states on the first batch, and what 10,000
 tokens/s per node (the goal) would need at this rate.
@@ -75,7 +75,7 @@ def worker(kind: str, model: str, prompts_path: str, result_path: str, max_batch
     """One backend over every batch (in its own process); writes tokens/s and the first batch's states."""
     import torch
 
-    from jobrunner.hidden_states import plan
+    from jobrunner.hidden_states import selection
 
     sequences = json.loads(Path(prompts_path).read_text())
     if kind == "sglang":
@@ -89,7 +89,7 @@ def worker(kind: str, model: str, prompts_path: str, result_path: str, max_batch
         backend = TransformersBackend(model, None, dtype="bf16", device=device,
                                       device_map="auto" if tp > 1 else None)
     batches = [[sequences[i] for i in b]
-               for b in plan.plan_batches([len(s) for s in sequences], max_batch_tokens, max_batch_size)]
+               for b in selection.plan_batches([len(s) for s in sequences], max_batch_tokens, max_batch_size)]
     first = backend.extract(batches[0])  # warm-up, and the states the two backends are compared on
     torch.save([(s.aux, s.final) for s in first], result_path + ".states")
     started = time.perf_counter()

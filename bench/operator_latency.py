@@ -114,7 +114,7 @@ def main() -> int:
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": "1",
                "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true", "DRAFTGEN_METRICS_PORT": "0"}
         log = open(cluster.logs_dir / "operator.log", "ab")
-        operator = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--namespace", NS,
+        operator = subprocess.Popen([sys.executable, "-m", "draftgen_operator.cli", "operator", "--namespace", NS,
                                      "--liveness", ""], env=env, stdout=log, stderr=subprocess.STDOUT)
         shutdowns, lags = [], []
         try:

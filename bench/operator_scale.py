@@ -64,7 +64,7 @@ def main() -> int:
         log = open(cluster.logs_dir / "operator.log", "ab")
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": str(FOLD_INTERVAL_S),
                "DRAFTGEN_METRICS_PORT": "0"}
-        operator = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--namespace", ns,
+        operator = subprocess.Popen([sys.executable, "-m", "draftgen_operator.cli", "operator", "--namespace", ns,
                                      "--liveness", ""], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             started = time.monotonic()

@@ -1,4 +1,4 @@
-"""The one summary of a length distribution, used by `jobrunner report` and the corpus manifest
+"""The one summary of a length distribution, used by `jobrunner stats` and the corpus manifest
 alike, so both print the same p90 for the same responses.
 
 Lengths are held as {length: count}: exact, and bounded by the number of distinct lengths however

@@ -16,7 +16,7 @@ from draftgen_contracts import exit_codes, provenance
 COMMANDS = {
     "preflight": ("jobrunner.preflight.cli", "check a run on the CPU before any GPU: model, tokenizer, datasets"),
     "generate": ("jobrunner.generate.cli", "generate responses through SGLang /generate within token budgets"),
-    "report": ("jobrunner.report", "render per-dataset statistics as a table and PNG histograms"),
+    "stats": ("jobrunner.stats_table", "render per-dataset statistics as a table and PNG histograms"),
     "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
     "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
     "copy-code": ("jobrunner.copy_code", "copy jobrunner's packages for another image's Python (SGLang extraction)"),

@@ -3,7 +3,7 @@
 Order of work: read the model's config (layers, hidden size) -> check the aux layers -> compute,
 print and write the size estimate (`estimate.json`) -> load the weights -> run. The corpus is read in
 windows; each window's samples are sorted by length into padded batches (jobrunner/hidden_states/
-plan.py); a shard is written only between batches, so a killed run has finished whole batches and
+selection.py); a shard is written only between batches, so a killed run has finished whole batches and
 resuming (by sample id, from the shards on disk) reruns exactly the batches it had not finished,
 with the same members: its tensors equal an uninterrupted run's, bit for bit.
 
@@ -30,7 +30,7 @@ from draftgen_contracts.hidden_state_layout import DTYPE_BYTES, human_bytes
 from jobrunner import corpus
 from jobrunner.atomic import write_json_atomically
 from jobrunner.full_volume import needs, ran_out_of_room, say_on_stderr
-from jobrunner.hidden_states import plan
+from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.backend import FINAL_STATES, Backend
 from jobrunner.hidden_states.progress import ExtractionReporter
 from jobrunner.hidden_states.store import ShardStore
@@ -67,7 +67,7 @@ def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_laye
     estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, served, log)
     reporter = ExtractionReporter(out_dir, estimate["tokens"], publish, log=log)
     store = ShardStore(out_dir, {
-        "model": str(model_path), "aux_layers": layers, "hidden_state_indices": plan.hidden_state_indices(layers),
+        "model": str(model_path), "aux_layers": layers, "hidden_state_indices": selection.hidden_state_indices(layers),
         "drafters": served,
         "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
         "max_len": max_len, "too_long": too_long, "backend": backend_name})
@@ -107,9 +107,9 @@ def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporte
     skipped: dict[str, int] = {}
     done_now = 0
     records = (r for split in splits for r in corpus.iter_corpus(corpus_dir, split))
-    for window in plan.windows(records, sort_window):
+    for window in selection.windows(records, sort_window):
         kept = kept_samples(window, max_len, too_long, skipped)
-        for batch in plan.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
+        for batch in selection.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
             buffered = store.buffered_tokens
             done_now += extract_batch(store, backend, [kept[i] for i in batch])
             reporter.extracted_batch(store.buffered_tokens - buffered, store)
@@ -134,9 +134,9 @@ def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str, b
 
 def check_settings(layers: list[int], num_layers: int, final_state: str, max_len: int | None, too_long: str,
                    max_batch_tokens: int) -> None:
-    plan.check_aux_layers(layers, num_layers)
-    if too_long not in plan.TOO_LONG_POLICIES:
-        raise ValueError(f"too-long policy {too_long!r}: expected one of {plan.TOO_LONG_POLICIES}")
+    selection.check_aux_layers(layers, num_layers)
+    if too_long not in selection.TOO_LONG_POLICIES:
+        raise ValueError(f"too-long policy {too_long!r}: expected one of {selection.TOO_LONG_POLICIES}")
     if final_state not in FINAL_STATES:
         raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
     if max_len is not None and max_len > max_batch_tokens:
@@ -148,7 +148,7 @@ def write_estimate(out_dir: Path, tokens: int, hidden: int, layers: list[int], d
     """The bytes the states will take, written and said before any weight is loaded; `served` maps each
     drafter to the layers it reads (what its exports will hold)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    estimate = plan.size_estimate(tokens, hidden, len(layers), dtype)
+    estimate = selection.size_estimate(tokens, hidden, len(layers), dtype)
     estimate.update(splits=splits, aux_layers=layers, drafters=served,
                     note="upper bound when --max-len truncates or skips")
     write_json_atomically(out_dir / ESTIMATE_NAME, estimate)
@@ -165,7 +165,7 @@ def kept_samples(window: list[dict], max_len: int | None, too_long: str,
     """(sample id, ids, loss mask) of the window's samples, cut to max_len; the skipped ones counted."""
     kept = []
     for r in window:
-        action, value = plan.length_action(len(r["input_ids"]), r["prompt_len"], max_len, too_long)
+        action, value = selection.length_action(len(r["input_ids"]), r["prompt_len"], max_len, too_long)
         if action == "skip":
             skipped[value] = skipped.get(value, 0) + 1
         else:
@@ -229,7 +229,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--final-state", choices=FINAL_STATES, default="post-norm")
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="bf16")
     parser.add_argument("--max-len", type=int, help="longest sequence extracted (default: no limit)")
-    parser.add_argument("--too-long", choices=plan.TOO_LONG_POLICIES, default="truncate",
+    parser.add_argument("--too-long", choices=selection.TOO_LONG_POLICIES, default="truncate",
                         help="what happens to a sample over --max-len")
     parser.add_argument("--max-batch-tokens", type=int, default=16384, help="padded tokens per forward pass")
     parser.add_argument("--max-batch-size", type=int, default=64)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from draftgen_contracts import exit_codes, names
 from jobrunner import corpus
-from jobrunner.hidden_states import plan
+from jobrunner.hidden_states import selection
 
 SHOWN_PROBLEMS = 20
 
@@ -56,7 +56,7 @@ def mask_problem(record: dict) -> str | None:
 
 def stored_problem(record: dict, stored: dict, run: dict) -> str | None:
     """What a stored sample gets wrong against its corpus sample and the run's settings; None if nothing."""
-    action, length = plan.length_action(len(record["input_ids"]), record["prompt_len"], run.get("max_len"),
+    action, length = selection.length_action(len(record["input_ids"]), record["prompt_len"], run.get("max_len"),
                                         run.get("too_long", "truncate"))
     if action == "skip":
         return f"stored, but extraction skips it ({length})"

@@ -2,7 +2,8 @@
 
     draftgen_contracts  <  jobrunner  <  draftgen  <  draftgen_operator  <  draftgen_dev (development only)
 
-Every import counts, the lazy ones inside functions too. Beyond the order:
+Every import counts, the lazy ones inside functions too, and every string that names a module (a
+command table's "draftgen_operator.main"). Beyond the order:
 - the contracts import no HTTP or Kubernetes library (they hold the wire formats, not the wires);
 - draftgen's pure core (API, plan, fold, policies, reconcile) imports nothing of jobrunner: only its
   local executor (`draftgen run`) and its command line start jobrunner's programs;
@@ -13,6 +14,7 @@ Unit tests beside their modules (`*_test.py`) are tests, not product, and may us
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,15 @@ from tests.conftest import REPO
 
 LAYERS = ["draftgen_contracts", "jobrunner", "draftgen", "draftgen_operator", "draftgen_dev"]
 SOURCES = {"draftgen_contracts": REPO / "draftgen_contracts", "jobrunner": REPO / "jobrunner",
-           "draftgen": REPO / "draftgen", "draftgen_operator": REPO / "operator" / "draftgen_operator",
+           "draftgen": REPO / "draftgen", "draftgen_operator": REPO / "draftgen_operator",
            "draftgen_dev": REPO / "devtools" / "draftgen_dev"}
 NO_WIRES = {"aiohttp", "httpx", "kubernetes", "kopf", "requests", "urllib3"}
-# draftgen modules that run jobrunner's programs (the local executor) or share its dispatcher.
-DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.cli", "draftgen.local.")
+# draftgen modules that run jobrunner's programs (the local executor).
+DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.local.",)
+# A string that names a module of the layers ("draftgen_operator.main", as a dispatcher's table does):
+# a link the imports do not show, held to the same order.
+MODULE_STRING = re.compile(r"^(draftgen_contracts|jobrunner|draftgen|draftgen_operator|draftgen_dev)"
+                           r"(\.[a-z_][a-z0-9_]*)+$|^(draftgen_contracts|draftgen_operator|draftgen_dev)$")
 
 
 def module_name(package: str, path: Path) -> str:
@@ -46,6 +52,19 @@ def imported_modules(path: Path, module: str) -> set[str]:
             else:
                 found.add(node.module)
     return found
+
+
+def is_module(name: str) -> bool:
+    """Whether a dotted name is one of the layers' modules ("draftgen.io", an API group, is not)."""
+    where = SOURCES[top(name)].joinpath(*name.split(".")[1:])
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def named_modules(path: Path) -> set[str]:
+    """Every string constant of a file that is a module's dotted name."""
+    return {node.value for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.match(node.value)
+            and is_module(node.value)}
 
 
 def product_files():
@@ -72,6 +91,9 @@ def problems_of(package: str, path: Path) -> list[str]:
             problems.append(f"{module} imports {imported}: the contracts hold no HTTP or Kubernetes client")
         if package == "draftgen" and root == "jobrunner" and not module.startswith(DRAFTGEN_STARTS_JOBRUNNER):
             problems.append(f"{module} imports {imported}: draftgen's core must not depend on jobrunner")
+    for named in sorted(named_modules(path)):
+        if LAYERS.index(top(named)) > LAYERS.index(package):
+            problems.append(f"{module} names {named} in a string, a higher layer")
     return problems
 
 
@@ -86,6 +108,16 @@ def test_bench_uses_no_test_code():
     assert problems == []
 
 
+def test_bench_has_no_import_circle():
+    """The benchmarks import each other one way (a shared module when two need the same code)."""
+    scripts = {path.stem: path for path in (REPO / "bench").glob("*.py")}
+    imports = {name: {top(m) for m in imported_modules(path, name)} & set(scripts) for name, path in scripts.items()}
+
+    def reaches(start: str, goal: str, seen: frozenset = frozenset()) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in imports[start])
+    assert [name for name in scripts if reaches(name, name)] == []
+
+
 @pytest.mark.parametrize("source, module, expected", [
     ("from jobrunner import generate\n", "draftgen_contracts.names", "a higher layer"),
     ("def f():\n    import draftgen.plan\n", "jobrunner.merge", "a higher layer"),
@@ -93,6 +125,8 @@ def test_bench_uses_no_test_code():
     ("from jobrunner.output import record_files\n", "draftgen.fold", "must not depend on jobrunner"),
     ("from draftgen_dev import builders\n", "draftgen_operator.handlers", "a higher layer"),
     ("from ..plan import x\n", "draftgen_operator.apply", ""),
+    ("COMMANDS = {'operator': ('draftgen_operator.main', 'run it')}\n", "draftgen.cli", "names draftgen_operator.main"),
+    ("LOG = 'jobrunner.generate'\nWORD = 'draftgen'\n", "jobrunner.cli", ""),
 ])
 def test_the_check_finds_a_back_import(tmp_path, source, module, expected):
     package = top(module)

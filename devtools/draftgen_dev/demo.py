@@ -96,7 +96,7 @@ class Demo:
         log = open(self.workdir / "operator.log", "ab")
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "DRAFTGEN_FOLD_INTERVAL": "1",
                "DRAFTGEN_EXTRA_POD_LABELS": "draftgen.io/local-kubelet=true", "DRAFTGEN_METRICS_PORT": "0"}
-        proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "operator", "--namespace", NAMESPACE,
+        proc = subprocess.Popen([sys.executable, "-m", "draftgen_operator.cli", "operator", "--namespace", NAMESPACE,
                                  "--liveness", ""], env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         stack.callback(lambda: (proc.terminate(), proc.wait(15)))
@@ -170,12 +170,12 @@ class Demo:
             say("jobrunner validate (ids, lengths, loss masks, finite values, every sample once)")
             subprocess.run([sys.executable, "-m", "jobrunner.cli", "validate", "--corpus", str(data / "corpus"),
                             "--states", str(data / "hidden-states")], check=False)
-        say("length statistics (jobrunner report)")
+        say("length statistics (jobrunner stats)")
         budgets = [f"--budget={d['name']}={d['budgetTokens']}" for d in status.get("datasets") or []]
-        subprocess.run([sys.executable, "-m", "jobrunner.cli", "report", "--output-root", str(data),
-                        "--png-dir", str(self.workdir / "report"), *budgets], check=False)
+        subprocess.run([sys.executable, "-m", "jobrunner.cli", "stats", "--output-root", str(data),
+                        "--png-dir", str(self.workdir / "stats"), *budgets], check=False)
         print(f"  overview.png (every dataset's lengths, truncation, budgets), one histogram per dataset and "
-              f"report.md in {self.workdir / 'report'}")
+              f"stats.md in {self.workdir / 'stats'}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -338,8 +338,8 @@ class LocalExecutor:
         return exit_codes.BAD_CONFIG if bad_config else exit_codes.FAILED
 
     def report(self) -> int:
-        argv = [*JOBRUNNER, "report", "--output-root", str(self.output_root),
-                "--png-dir", str(self.output_root / "report"),
+        argv = [*JOBRUNNER, "stats", "--output-root", str(self.output_root),
+                "--png-dir", str(self.output_root / "stats"),
                 *(f"--budget={d.name}={d.budget_tokens}" for d in self.spec.datasets)]
         code = subprocess.call(argv, stdin=subprocess.DEVNULL)
         if code != exit_codes.OK:

@@ -44,7 +44,7 @@ from jobrunner.stats import RateMeter
 log = logging.getLogger("jobrunner.generate")
 
 
-class BudgetStage(enum.Enum):
+class BudgetMode(enum.Enum):
     PENDING = "pending"
     OPEN = "open"
     HOLDING = "holding"
@@ -199,16 +199,16 @@ class DatasetController:
     def in_flight(self) -> int:
         return len(self.requests)
 
-    def stage(self, now: float) -> BudgetStage:
+    def mode(self, now: float) -> BudgetMode:
         if self.stopped:
-            return BudgetStage.STOPPED
+            return BudgetMode.STOPPED
         if not self.started:
-            return BudgetStage.PENDING
+            return BudgetMode.PENDING
         if self.settled:
-            return BudgetStage.SETTLED
+            return BudgetMode.SETTLED
         if self.cuts_unanswered:
-            return BudgetStage.CUTTING
-        return BudgetStage.HOLDING if self.is_covered(now) else BudgetStage.OPEN
+            return BudgetMode.CUTTING
+        return BudgetMode.HOLDING if self.is_covered(now) else BudgetMode.OPEN
 
     # ---- events -------------------------------------------------------------------------------
 

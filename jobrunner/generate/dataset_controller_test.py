@@ -9,7 +9,7 @@ from draftgen_contracts.states import DatasetState
 from draftgen_dev.builders import dataset_progress
 from jobrunner.config import DatasetConfig
 from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
-from jobrunner.generate.dataset_controller import (BudgetStage, DatasetController, loses_cut_outputs, peer_spend,
+from jobrunner.generate.dataset_controller import (BudgetMode, DatasetController, loses_cut_outputs, peer_spend,
                                                    replica_sample_cap,
                                                    still_settled, surplus)
 from jobrunner.generate.decode_clock import DecodeClock
@@ -66,9 +66,9 @@ def test_a_request_is_cut_when_the_clock_says_it_has_made_what_is_left():
     c = controller(made=400, speed=100.0)  # 100 left of this replica's 500
     c.start(1.0)
     assert c.sent(prompt(1), "r1", now=1.0) == [Tick(1.0)]  # 100 tokens at 100 tokens/s
-    assert c.stage(1.5) == BudgetStage.HOLDING  # what is left is less than another piece
+    assert c.mode(1.5) == BudgetMode.HOLDING  # what is left is less than another piece
     assert c.tick(now=2.0) == [Tick(None), Cut(("r1",))]
-    assert c.stage(2.0) == BudgetStage.CUTTING and not c.may_send(2.0)
+    assert c.mode(2.0) == BudgetMode.CUTTING and not c.may_send(2.0)
     assert c.tick(now=2.5) == [Tick(None)]  # cut once: its answer is awaited
 
 
@@ -81,7 +81,7 @@ def test_a_cut_answer_is_kept_up_to_what_was_left_and_the_share_settles():
     assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130, estimated=100)]
     assert c.own_tokens == 500 and c.remaining(2.0) == 0
     c.finished(1, "r1", now=2.0)
-    assert c.stage(2.0) == BudgetStage.SETTLED and c.progress(c.totals, 2.0).settled
+    assert c.mode(2.0) == BudgetMode.SETTLED and c.progress(c.totals, 2.0).settled
 
 
 def test_a_cut_answer_that_keeps_nothing_writes_no_record_when_nothing_is_left():
@@ -103,7 +103,7 @@ def test_a_clock_running_ahead_cuts_early_and_the_empty_answer_gives_its_row_bac
     assert answer(c, prompt(1), "r1", GenerateResult([], "abort", 3, 0, "r1"), e2e_s=1.0, now=2.0) == []
     c.finished(1, "r1", now=2.0)
     again = c.next_requeued()
-    assert again == prompt(1) and c.stage(2.0) == BudgetStage.OPEN
+    assert again == prompt(1) and c.mode(2.0) == BudgetMode.OPEN
     [tick] = c.sent(again, "r1-again", now=2.0)
     assert tick.after_s is None or tick.after_s > 5.0
     assert c.clock.rate() < 20.0
@@ -125,7 +125,7 @@ def test_a_cut_request_whose_output_the_server_lost_gives_its_row_back_and_cutti
     lost = GenerateResult([], "abort", 3, 0, "r1", output_lost=True)
     assert answer(c, prompt(1), "r1", lost, e2e_s=1.0, now=2.0) == []
     c.finished(1, "r1", now=2.0)
-    assert c.next_requeued() == prompt(1) and c.cuts_at_budget and c.stage(2.0) == BudgetStage.OPEN
+    assert c.next_requeued() == prompt(1) and c.cuts_at_budget and c.mode(2.0) == BudgetMode.OPEN
 
 
 def test_a_server_that_loses_most_cut_outputs_turns_cutting_off():
@@ -158,17 +158,17 @@ def test_traces_are_kept_whole_past_the_budget():
 
 def test_aborting_a_replica_that_cannot_fit_one_more_response_settles_at_its_start():
     c = controller(cut=False, made=480)  # 20 left of its share; a response is expected at ~500
-    assert c.stage(0.0) == BudgetStage.PENDING
+    assert c.mode(0.0) == BudgetMode.PENDING
     c.start(0.0)
-    assert c.stage(0.0) == BudgetStage.SETTLED and not c.may_send(0.0) and c.lets_the_next_start(0.0)
+    assert c.mode(0.0) == BudgetMode.SETTLED and not c.may_send(0.0) and c.lets_the_next_start(0.0)
 
 
 def test_a_settled_replica_becomes_the_receiver_again_when_the_receivers_rows_run_out():
     c = controller(cut=False, made=480)
     c.start(0.0)
-    assert c.stage(0.0) == BudgetStage.SETTLED and not c.is_receiver()
+    assert c.mode(0.0) == BudgetMode.SETTLED and not c.is_receiver()
     c.peers_reported({0: dataset_progress(300, state="Exhausted", budget_tokens=BUDGET)}, stopped=False, now=1.0)
-    assert c.is_receiver() and c.stage(1.0) == BudgetStage.OPEN
+    assert c.is_receiver() and c.mode(1.0) == BudgetMode.OPEN
     assert c.remaining(1.0) == BUDGET - 480 - 300  # exact: the exhausted replica's tokens are final
     assert c.may_send(1.0)
 
@@ -222,7 +222,7 @@ def test_the_response_that_meets_the_budget_stops_the_dataset_with_everything_in
     done = answer(c, prompt(1), "r1", GenerateResult([5] * 100, "stop", 3, 100, "r1"), e2e_s=1.0, now=1.0)
     # Both rids: the engine cancels what still runs (r1's Task is ending on its own).
     assert done[-1] == Stop(("r1", "r2"))
-    assert c.stage(1.0) == BudgetStage.STOPPED and not c.wants_more() and c.state() == DatasetState.BUDGET_MET
+    assert c.mode(1.0) == BudgetMode.STOPPED and not c.wants_more() and c.state() == DatasetState.BUDGET_MET
     assert c.finished(2, "r2", now=1.0) == [] and c.stop() == []
 
 
@@ -257,10 +257,10 @@ def test_a_server_abort_of_its_own_leaves_the_row_for_the_next_run_unless_stoppi
 def test_a_dataset_holds_while_its_requests_in_flight_cover_its_share_and_lets_the_next_start():
     c = controller(cut=True, made=0)
     c.start(0.0)
-    assert c.stage(0.0) == BudgetStage.OPEN
+    assert c.mode(0.0) == BudgetMode.OPEN
     c.sent(prompt(1), "r1", now=0.0)  # expected at ~500: this replica's 500
     c.siblings = [c, controller(cut=True)]  # another dataset that may still take the slots: no filling
-    assert c.stage(0.0) == BudgetStage.HOLDING and c.lets_the_next_start(0.0) and not c.may_send(0.0)
+    assert c.mode(0.0) == BudgetMode.HOLDING and c.lets_the_next_start(0.0) and not c.may_send(0.0)
 
 
 def test_a_dataset_keeps_a_share_of_what_is_left_in_flight_while_another_would_take_the_slots():
@@ -285,12 +285,12 @@ def test_a_dataset_alone_fills_its_slots():
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0)
     c.sent(prompt(2), "r2", now=0.0)  # expected at ~1000 together: the whole budget
-    assert c.reach(0.0) == Reach.FILLING and c.stage(0.0) == BudgetStage.OPEN and c.may_send(0.0)  # 256 each to make
+    assert c.reach(0.0) == Reach.FILLING and c.mode(0.0) == BudgetMode.OPEN and c.may_send(0.0)  # 256 each to make
     other = controller(replicas=1, replica=0, cut=True)
     c.siblings = [c, other]
-    assert c.reach(0.0) == Reach.INTERLEAVED and c.stage(0.0) == BudgetStage.HOLDING
+    assert c.reach(0.0) == Reach.INTERLEAVED and c.mode(0.0) == BudgetMode.HOLDING
     other.stop()  # another dataset that takes no slot leaves them to this one again
-    assert c.reach(0.0) == Reach.FILLING and c.stage(0.0) == BudgetStage.OPEN
+    assert c.reach(0.0) == Reach.FILLING and c.mode(0.0) == BudgetMode.OPEN
 
 
 def test_a_request_sent_near_the_end_carries_no_more_than_the_room_left():

@@ -26,7 +26,7 @@ from jobrunner.dataset_files import record_file_set
 from jobrunner.datasets import read_rows
 from jobrunner.generate import provenance
 from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
-from jobrunner.generate.dataset_controller import DatasetController, BudgetStage
+from jobrunner.generate.dataset_controller import DatasetController, BudgetMode
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.end_tokens import model_end_ids
 from jobrunner.generate.feed import prepared_prompts
@@ -84,7 +84,7 @@ class Engine:
         self._tasks: dict[str, asyncio.Task] = {}  # by rid: every request whose Task has not finished
         self._sends: dict[str, int] = {}  # by sample id: times sent, for a fresh rid on each
         self._ticks: dict[str, asyncio.TimerHandle] = {}  # by dataset: the tick its controller planned
-        self._changed = asyncio.Event()
+        self._wake = asyncio.Event()  # something changed: the waiting feeds look again
         self._shutdown = False
         self._lost: str | None = None  # why the server was given up for this process
         self.notices: list[str] = []  # what this process does otherwise than the spec says (ProgressDocument)
@@ -96,13 +96,13 @@ class Engine:
     # ---- waiting ------------------------------------------------------------------------------
 
     def _notify(self) -> None:
-        self._changed.set()
+        self._wake.set()
 
     async def _wait_until(self, predicate: Callable[[], bool]) -> None:
         # Single-threaded: nothing can change between the check and the clear.
         while not predicate():
-            self._changed.clear()
-            await self._changed.wait()
+            self._wake.clear()
+            await self._wake.wait()
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -520,9 +520,9 @@ class Engine:
                 log.warning("progress not published: %s: %s", type(e).__name__, e)
             now = time.monotonic()
             for dataset in self.datasets:
-                stage = dataset.stage(now)
-                if stage not in (BudgetStage.PENDING, BudgetStage.STOPPED):
+                mode = dataset.mode(now)
+                if mode not in (BudgetMode.PENDING, BudgetMode.STOPPED):
                     p = dataset.progress(self.writers[dataset.name].durable, now)
                     log.info("%s: %d/%d tokens, %d samples, %.0f tok/s, %d in flight, %s", dataset.name,
                              dataset.tokens, dataset.budget_tokens, p.samples, p.tokens_per_second, p.in_flight,
-                             stage.value)
+                             mode.value)

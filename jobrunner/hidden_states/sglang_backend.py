@@ -163,14 +163,14 @@ class SGLangBackend:
                  dtype: str = "bf16", *, tp_size: int = 1, server_args: list[str] = (), max_batch_size: int = 64):
         from sglang.srt.server_args import PortArgs
 
-        from jobrunner.hidden_states import plan
+        from jobrunner.hidden_states import selection
         from jobrunner.hidden_states.transformers_backend import model_dims
 
         if final_state not in FINAL_STATES:
             raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
         self.num_layers, self.hidden_size = model_dims(model_path)
-        self.aux_layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(self.num_layers)
-        plan.check_aux_layers(self.aux_layers, self.num_layers)
+        self.aux_layers = list(aux_layers) if aux_layers is not None else selection.default_aux_layers(self.num_layers)
+        selection.check_aux_layers(self.aux_layers, self.num_layers)
         check_capture_layers(self.aux_layers, self.num_layers)
         self.dtype = dtype
         args = server_args_from(capture_server_args(model_path, self.aux_layers, dtype, tp_size, list(server_args),

@@ -33,13 +33,13 @@ class TransformersBackend:
         import torch
         from transformers import AutoModelForCausalLM
 
-        from jobrunner.hidden_states import plan
+        from jobrunner.hidden_states import selection
 
         if final_state not in FINAL_STATES:
             raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
         self.num_layers, self.hidden_size = model_dims(model_path)
-        self.aux_layers = list(aux_layers) if aux_layers is not None else plan.default_aux_layers(self.num_layers)
-        plan.check_aux_layers(self.aux_layers, self.num_layers)  # before the (possibly huge) weights load
+        self.aux_layers = list(aux_layers) if aux_layers is not None else selection.default_aux_layers(self.num_layers)
+        selection.check_aux_layers(self.aux_layers, self.num_layers)  # before the (possibly huge) weights load
         self.final_state = final_state
         self.dtype = dtype
         kwargs = {"dtype": getattr(torch, TORCH_DTYPES[dtype]), "trust_remote_code": trust_remote_code}

@@ -20,7 +20,7 @@ from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus
 from jobrunner.cli import main as cli_main
 from jobrunner.extract import extract
-from jobrunner.hidden_states import plan
+from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
 from tests.corpus.conftest import merged_corpus
@@ -54,30 +54,30 @@ def fp32_extract(corpus_dir, out, model_dir, **kw):
 # --- pure decisions --------------------------------------------------------------------------------
 
 def test_default_layers_match_eagle3():
-    assert plan.default_aux_layers(32) == [1, 15, 28]
-    assert plan.default_aux_layers(61) == [1, 29, 57]
-    assert plan.hidden_state_indices(plan.default_aux_layers(61)) == [2, 30, 58]  # = {2, N//2, N-3}
+    assert selection.default_aux_layers(32) == [1, 15, 28]
+    assert selection.default_aux_layers(61) == [1, 29, 57]
+    assert selection.hidden_state_indices(selection.default_aux_layers(61)) == [2, 30, 58]  # = {2, N//2, N-3}
 
 
 def test_layer_check_names_the_valid_range():
-    plan.check_aux_layers([1, 3, 4], 8)
+    selection.check_aux_layers([1, 3, 4], 8)
     with pytest.raises(ValueError, match=r"\[8\] do not exist.*8 decoder layers.*0\.\.7"):
-        plan.check_aux_layers([1, 3, 8], 8)
+        selection.check_aux_layers([1, 3, 8], 8)
     with pytest.raises(ValueError, match="repeat"):
-        plan.check_aux_layers(plan.default_aux_layers(6), 6)
+        selection.check_aux_layers(selection.default_aux_layers(6), 6)
 
 
 def test_length_action():
-    assert plan.length_action(10, 4, None, "skip") == ("keep", 10)
-    assert plan.length_action(10, 4, 10, "skip") == ("keep", 10)
-    assert plan.length_action(11, 4, 10, "skip") == ("skip", "too_long")
-    assert plan.length_action(11, 4, 10, "truncate") == ("keep", 10)
-    assert plan.length_action(11, 10, 10, "truncate") == ("skip", "no_response_token_within_max_len")
+    assert selection.length_action(10, 4, None, "skip") == ("keep", 10)
+    assert selection.length_action(10, 4, 10, "skip") == ("keep", 10)
+    assert selection.length_action(11, 4, 10, "skip") == ("skip", "too_long")
+    assert selection.length_action(11, 4, 10, "truncate") == ("keep", 10)
+    assert selection.length_action(11, 10, 10, "truncate") == ("skip", "no_response_token_within_max_len")
 
 
 def test_plan_batches_fit_and_cover():
     lengths = [5, 50, 7, 50, 120, 1, 33, 64, 64, 2]
-    batches = plan.plan_batches(lengths, max_batch_tokens=128, max_batch_size=3)
+    batches = selection.plan_batches(lengths, max_batch_tokens=128, max_batch_size=3)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert len(b) <= 3 and max(lengths[i] for i in b) * len(b) <= 128

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen import admission, api
 from draftgen.local.spec_file import parse_object
 from tests.manifests import INVALID, VALID, with_absolute_dataset_paths

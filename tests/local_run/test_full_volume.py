@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen_contracts import exit_codes
 from draftgen_dev.demo_assets import write_datasets
 from jobrunner.corpus import iter_corpus

@@ -3,7 +3,7 @@ read where the pods would mount it, with nothing copied onto the output volume."
 
 from __future__ import annotations
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen_contracts import exit_codes
 from draftgen_dev.demo_assets import write_datasets
 from jobrunner.output import read_summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from draftgen import cli
+from draftgen_operator import cli
 from jobrunner.output import record_files
 
 from .conftest import quickstart, write_spec

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from draftgen import cli
+from draftgen_operator import cli
 from jobrunner.corpus import iter_corpus
 from jobrunner.output import iter_records, read_summary, record_files
 
@@ -61,15 +61,15 @@ def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, 
     status = json.loads((root / "local-run" / "state.json").read_text())["status"]
     assert status["extraction"]["finished"] and status["extraction"]["tokens"] == index["tokens"]
     assert status["estimate"]["extractionRateBasis"] == "measured"
-    assert {p.name for p in (root / "report").iterdir()} == {f"{d}.png" for d in DATASETS} | {"overview.png", "report.md"}
-    assert "| budget met |" in (root / "report" / "report.md").read_text()  # the budgets were passed on
+    assert {p.name for p in (root / "stats").iterdir()} == {f"{d}.png" for d in DATASETS} | {"overview.png", "stats.md"}
+    assert "| budget met |" in (root / "stats" / "stats.md").read_text()  # the budgets were passed on
 
-    before = files_and_times(root, leave_out="report")
+    before = files_and_times(root, leave_out="stats")
     assert draftgen_run(spec, "--data-dir", data_dir, "--model-dir", model_dir) == 0
     out = capsys.readouterr().out
     for command in ("generate", "merge", "extract"):
         assert f"{command}: done already (stored output), skipped" in out
-    assert files_and_times(root, leave_out="report") == before
+    assert files_and_times(root, leave_out="stats") == before
 
     # A rerun is an update of the object: what the API server keeps immutable is refused, naming it.
     changed = quickstart(budget_tokens=800)
@@ -79,14 +79,14 @@ def test_quickstart_end_to_end_then_a_rerun_changes_nothing(tmp_path, data_dir, 
                         "--model-dir", model_dir) == 2
     err = capsys.readouterr().err
     assert "spec.model: is immutable" in err and "spec.datasets[0].format: is immutable" in err, err
-    assert files_and_times(root, leave_out="report") == before
+    assert files_and_times(root, leave_out="stats") == before
 
 
 def test_ctrl_c_stops_the_children_and_a_rerun_resumes_without_duplicates(tmp_path, data_dir, model_dir, capsys):
     spec = write_spec(tmp_path / "quickstart.yaml",
                       quickstart(budget_tokens=3000, server_args=["--per-request-tps", "50"], extraction=False))
     root = data_dir / "quickstart"
-    proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "run", str(spec), "--data-dir", str(data_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "draftgen_operator.cli", "run", str(spec), "--data-dir", str(data_dir),
                              "--model-dir", str(model_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -163,7 +163,7 @@ def test_a_failing_stage_is_named_with_the_end_of_its_log(tmp_path, model_dir, c
 def test_a_simulator_that_dies_fails_generate_at_once(tmp_path, data_dir, model_dir):
     spec = write_spec(tmp_path / "quickstart.yaml",
                       quickstart(budget_tokens=3000, server_args=["--per-request-tps", "20"], extraction=False))
-    proc = subprocess.Popen([sys.executable, "-m", "draftgen.cli", "run", str(spec), "--data-dir", str(data_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "draftgen_operator.cli", "run", str(spec), "--data-dir", str(data_dir),
                              "--model-dir", str(model_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:

@@ -25,7 +25,7 @@ class LocalDriver:
         self.obj = quickstart(extraction=False)
         self.spec = tmp_path / "quickstart.yaml"
         self.log = tmp_path / "draftgen-run.log"
-        self.argv = [sys.executable, "-m", "draftgen.cli", "run", str(self.spec), "--data-dir", str(data_dir),
+        self.argv = [sys.executable, "-m", "draftgen_operator.cli", "run", str(self.spec), "--data-dir", str(data_dir),
                      "--model-dir", str(model_dir)]
         self.root = data_dir / "quickstart"
         self.proc: subprocess.Popen | None = None

@@ -43,7 +43,7 @@ class Operator:
     def argv(self, scope: list[str]) -> list[str]:
         command = ["draftgen", "operator", "--liveness", self.liveness, *scope, *self.args]
         if self.image is None:
-            return [sys.executable, "-m", "draftgen.cli", *command[1:]]
+            return [sys.executable, "-m", "draftgen_operator.cli", *command[1:]]
         config = self.dir / "config"
         config.mkdir(parents=True, exist_ok=True)
         # The admin's credentials inline, in a file of the image's user (the cluster's own are root's).

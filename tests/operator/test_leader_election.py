@@ -1,4 +1,4 @@
-"""The leader Lease (operator/draftgen_operator/lease.py) on the real API server: one holder at a time,
+"""The leader Lease (draftgen_operator/lease.py) on the real API server: one holder at a time,
 a standby taking it only once it is left unrenewed for its duration, or at once when released."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen_contracts import names
 from jobrunner.corpus import iter_corpus
 from jobrunner.output import iter_records, read_summary, record_files

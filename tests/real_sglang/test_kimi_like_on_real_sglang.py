@@ -14,7 +14,7 @@ from collections import Counter
 
 import numpy as np
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, VOCAB_SIZE, special_token_ids
 from jobrunner.corpus import iter_corpus

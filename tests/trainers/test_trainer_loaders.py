@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import torch
 
-from draftgen import cli
+from draftgen_operator import cli
 from draftgen_dev.demo_assets import build_model, write_datasets
 from jobrunner import corpus
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample

@@ -38,7 +38,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
-What the operator does through the API, and nothing else (operator/draftgen_operator/handlers.py,
+What the operator does through the API, and nothing else (draftgen_operator/handlers.py,
 apply.py, and kopf 1.45's own calls). Shared by the ClusterRole and the per-namespace Roles.
 */}}
 {{- define "draftgen.operatorRules" -}}

@@ -1,6 +1,6 @@
-"""`jobrunner report --output-root D [--png-dir P] [--config F]`: per-dataset statistics as a table;
+"""`jobrunner stats --output-root D [--png-dir P] [--config F]`: per-dataset statistics as a table;
 with --png-dir also one histogram per dataset, one overview figure of every dataset (response and
-prompt lengths on shared log axes, truncation and cuts at the budget, budget progress) and a Markdown summary (report.md).
+prompt lengths on shared log axes, truncation and cuts at the budget, budget progress) and a Markdown summary (stats.md).
 
 Computed from the durable part summaries (jobrunner.stats), so it works during a run, after a
 restart, and after the run, without rereading the records. --config (the run's generate config)
@@ -190,7 +190,7 @@ def budgets_from(config_path: str | None, pairs: list[str] | None) -> dict[str, 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-root", required=True, help="the generate output root")
     parser.add_argument("--png-dir", default=None,
-                        help="write the figures (one per dataset, overview.png) and report.md here")
+                        help="write the figures (one per dataset, overview.png) and stats.md here")
     parser.add_argument("--config", default=None, help="the run's generate config, for the budgets")
     parser.add_argument("--budget", action="append", metavar="DATASET=TOKENS", help="a dataset's budget (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON instead of a table")
@@ -205,7 +205,7 @@ def main(args: argparse.Namespace) -> int:
     if args.png_dir:
         figures = [render_overview(args.output_root, stats, args.png_dir),
                    *render_histograms(args.output_root, stats, args.png_dir)]
-        summary = Path(args.png_dir) / "report.md"
+        summary = Path(args.png_dir) / "stats.md"
         summary.write_text(render_markdown(stats, [str(f) for f in figures]))
         for path in (*figures, summary):
             print(f"wrote {path}")

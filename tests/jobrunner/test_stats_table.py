@@ -1,10 +1,10 @@
-"""Statistics from summaries (they survive restarts) and the report command."""
+"""Statistics from summaries (they survive restarts) and the stats command."""
 
 import argparse
 import json
 
 from draftgen_dev.builders import generate_config
-from jobrunner import report
+from jobrunner import stats_table
 from jobrunner.output import PartWriter
 from jobrunner.stats import RateMeter, dataset_stats
 
@@ -47,7 +47,7 @@ def test_responses_cut_at_the_budget_are_counted_apart_from_those_at_max_new_tok
     s = dataset_stats(tmp_path, "d")
     assert (s.truncated, s.truncated_share) == (1, 1 / 8)
     assert (s.cut, s.cut_share, s.cut_tokens, s.cut_token_share) == (3, 3 / 8, 300, 300 / 1600)
-    assert report.table_rows([s])[0][report.COLUMNS.index("cut"):report.COLUMNS.index("skipped")] == (
+    assert stats_table.table_rows([s])[0][stats_table.COLUMNS.index("cut"):stats_table.COLUMNS.index("skipped")] == (
         "37.5%", "18.8%")
 
 
@@ -57,7 +57,7 @@ def test_a_small_dataset_whose_responses_finish_together_has_a_rate_that_makes_s
     assert round(dataset_stats(tmp_path, "small").tokens_per_second, 1) == round(150 / 10.02, 1)
 
 
-def test_report_table_figures_and_summary(tmp_path, capsys):
+def test_stats_table_figures_and_summary(tmp_path, capsys):
     write_part(tmp_path, "d", 0, range(20), 700)
     write_part(tmp_path, "e", 0, range(5), 40, reason="length")
     config = tmp_path / "generate.json"
@@ -67,24 +67,24 @@ def test_report_table_figures_and_summary(tmp_path, capsys):
     png_dir = tmp_path / "png"
     args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config),
                               budget=None)
-    assert report.main(args) == 0
+    assert stats_table.main(args) == 0
     out = capsys.readouterr().out
     assert "d" in out and "14,000" in out
     for figure in ("d.png", "e.png", "overview.png"):
         assert (png_dir / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    summary = (png_dir / "report.md").read_text()
+    summary = (png_dir / "stats.md").read_text()
     assert "| d | 20 | 14,000 | 10,000 | 140.0% | budget met | 700 | 700 |" in summary
     assert "| e | 5 | 200 | 1,000 | 20.0% | below budget |" in summary and "| 100.0% |" in summary
     assert "![overview](overview.png)" in summary
 
 
 def test_log_bins_cover_every_length():
-    bins = report.log_bins([3, 16384])
+    bins = stats_table.log_bins([3, 16384])
     assert round(bins[0], 6) == 3 and bins[-1] > 16384 and all(a < b for a, b in zip(bins, bins[1:]))
 
 
 def test_histogram_markers_that_coincide_share_one_label():
-    from jobrunner.report import marker_labels
+    from jobrunner.stats_table import marker_labels
 
     assert marker_labels({"median": 400.0, "p90": 400.0}) == [(400.0, "median=p90")]
     assert marker_labels({"median": 120.0, "p90": 400.0}) == [(120.0, "median"), (400.0, "p90")]
