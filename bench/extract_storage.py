@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from draftgen_contracts.hidden_state_layout import bytes_per_token
-from draftgen_contracts.names import sample_id
+from draftgen_dev.builders import generation_record
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, merge
 from jobrunner.extract import extract
@@ -44,10 +44,7 @@ def write_corpus(root: Path, samples: int, scale: float, seed: int = 0) -> None:
         # lognormal with median 471 and mean ~1.3K: sigma = sqrt(2 ln(1314/471))
         n = max(1, int(rnd.lognormvariate(math.log(471), math.sqrt(2 * math.log(1314 / 471))) * scale))
         response = [rnd.randrange(3, 1000) for _ in range(min(n, int(10240 * scale)))]
-        w.append_record({"sample_id": sample_id("fc", row), "dataset": "fc", "row": row, "input_ids": prompt,
-                         "output_ids": response, "finish_reason": "stop", "prompt_tokens": len(prompt),
-                         "completion_tokens": len(response), "prompt_class": "short", "sampling_params": {},
-                         "rid": f"r{row:09d}", "timings": {}})
+        w.append_record(generation_record("fc", row, prompt, response, timings=None))
     w.close()
 
 

@@ -21,19 +21,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from draftgen_contracts.names import sample_id
+from draftgen_contracts.generation_record import GenerationRecord, Timings
+from draftgen_dev.builders import generation_record
 from jobrunner.output import PartWriter, part_path, summary_path
 
 GOAL = 2.0
 
 
-def record(row: int, n: int, rng: random.Random) -> dict:
-    return {"sample_id": sample_id("bench", row), "dataset": "bench", "row": row,
-            "input_ids": [rng.randrange(150_000) for _ in range(60)],
-            "output_ids": [rng.randrange(150_000) for _ in range(n)], "finish_reason": "stop",
-            "prompt_tokens": 60, "completion_tokens": n, "prompt_class": "short",
-            "sampling_params": {"temperature": 0.6, "max_new_tokens": 10240}, "rid": "dg-" + "0" * 29,
-            "timings": {"queued_s": 0.0, "e2e_s": 1.0, "finished_at": 1.7e9 + row}}
+def record(row: int, n: int, rng: random.Random) -> GenerationRecord:
+    return generation_record("bench", row, [rng.randrange(150_000) for _ in range(60)],
+                             [rng.randrange(150_000) for _ in range(n)],
+                             sampling_params={"temperature": 0.6, "max_new_tokens": 10240}, rid="dg-" + "0" * 29,
+                             timings=Timings(0.0, 1.0, 1.7e9 + row))
 
 
 def best_of(fn, n: int = 3) -> float:

@@ -326,7 +326,7 @@ def parse_error_message(body: Any) -> str:
 FINISH_TYPES = frozenset({"stop", "length", "abort"})
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenerateResult:
     output_ids: list[int]
     finish_reason: str  # "stop" | "length" | "abort"

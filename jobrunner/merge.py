@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, names, provenance
+from draftgen_contracts.generation_record import FINISH_REASONS, GenerationRecord
 from draftgen_contracts.length_stats import length_stats
 from jobrunner import corpus, vocabulary
 from jobrunner.atomic import write_json_atomically
@@ -45,7 +46,6 @@ from jobrunner.preflight.model_facts import model_facts
 from jobrunner.preflight.problem import PreflightProblem
 
 TRUNCATED_POLICIES = ("keep", "drop", "mark")
-FINISH_REASONS = ("stop", "length")
 # Bucket files are written all at once; past this many open files, ask for more memory instead.
 MAX_BUCKETS = 1024
 # A bucket in memory (the lines, Python's per-line overhead, the sort) takes ~1.3x its file size;
@@ -102,10 +102,12 @@ def record_problem(rec: dict) -> str | None:
     """Why a generation record cannot enter the corpus (the reason it is counted under), or None."""
     try:
         prompt, response = rec["input_ids"], rec["output_ids"]
-        sid, dataset = rec["sample_id"], rec["dataset"]
+        sid, dataset, row = rec["sample_id"], rec["dataset"], rec["row"]
         finish, completion, prompt_tokens = rec["finish_reason"], rec["completion_tokens"], rec["prompt_tokens"]
     except (KeyError, TypeError):
         return "missing_field"
+    if not isinstance(row, int) or isinstance(row, bool):
+        return "bad_sample_id"
     if not isinstance(sid, str) or not isinstance(dataset, str) or any(c in sid + dataset for c in "\t\n"):
         return "bad_sample_id"
     if not isinstance(prompt, list) or not isinstance(response, list):
@@ -232,24 +234,25 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
             if problem:
                 tally.skipped[problem] += 1
                 continue
-            prompt, response = rec["input_ids"], rec["output_ids"]
+            record = GenerationRecord.from_json(rec)  # its fields are there: record_problem checked them
+            prompt, response = record.input_ids, record.output_ids
             arrays = token_arrays(prompt, response)
             prompt_json, response_json = json.dumps(prompt, separators=(",", ":")), json.dumps(response, separators=(",", ":"))
             if arrays is None or "e" in prompt_json or "e" in response_json:  # true/false/1e9 are not token ids
                 tally.skipped["malformed_ids"] += 1
                 continue
-            keep, truncated = truncation_outcome(rec["finish_reason"], settings.truncated)
+            keep, truncated = truncation_outcome(record.finish_reason, settings.truncated)
             if not keep:
                 tally.dropped_truncated += 1
                 continue
             key = content_key(*arrays, settings.seed)
-            source_id = rec.get("source_id") if isinstance(rec.get("source_id"), str) else None
-            line = corpus.encode_record(rec["sample_id"], dataset, prompt_json, response_json, len(prompt),
-                                        len(response), rec["finish_reason"], truncated,
-                                        rec.get("cut_at_budget") is True, source_id)
-            head = f"{key.hex()}\t{rec['sample_id']}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t{rec['finish_reason']}\t"
+            line = corpus.encode_record(record.sample_id, dataset, prompt_json, response_json, len(prompt),
+                                        len(response), record.finish_reason, truncated, record.cut_at_budget,
+                                        record.source_id)
+            head = (f"{key.hex()}\t{record.sample_id}\t{dataset}\t{len(prompt)}\t{len(response)}\t{int(truncated)}\t"
+                    f"{record.finish_reason}\t")
             bucket_files[bucket_of(key, buckets)].write(head.encode() + line)
-            if not is_eval(rec["sample_id"], settings.seed, settings.eval_fraction):
+            if not is_eval(record.sample_id, settings.seed, settings.eval_fraction):
                 counts.add(response)  # the response is what the loss mask trains on
     except (json.JSONDecodeError, UnicodeDecodeError):
         # A complete but garbled line (a node crash mid-write): the generation writer cuts the

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from draftgen_contracts import names
+from draftgen_contracts.generation_record import GenerationRecord, SkipEntry
 from draftgen_contracts.progress import DurableCounts
 from jobrunner.atomic import write_bytes_atomically
 
@@ -89,9 +90,17 @@ def _complete_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
 
 
 def iter_records(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the complete records of one part file, in write order; a torn final line is ignored."""
+    """Yield the complete records of one part file as their JSON objects, in write order; a torn final
+    line is ignored. (The merge reads them so, as a reader of files it must not trust;
+    `iter_generation_records` gives them typed.)"""
     for _, line in _complete_lines(Path(path)):
         yield json.loads(line)
+
+
+def iter_generation_records(path: str | os.PathLike) -> Iterator[GenerationRecord]:
+    """The complete records of one part file, typed, in write order."""
+    for obj in iter_records(path):
+        yield GenerationRecord.from_json(obj)
 
 
 @dataclass
@@ -123,32 +132,30 @@ class OutputTotals:
     def skipped(self) -> int:
         return len(self.skipped_rows)
 
-    def add_record(self, record: dict, end_offset: int) -> None:
+    def add_record(self, record: GenerationRecord, end_offset: int) -> None:
         self.records += 1
-        self.completion_tokens += int(record["completion_tokens"])
-        self.prompt_tokens += int(record["prompt_tokens"])
-        reason = record["finish_reason"]
+        self.completion_tokens += record.completion_tokens
+        self.prompt_tokens += record.prompt_tokens
+        reason = record.finish_reason
         self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
-        if record.get("cut_at_budget"):
+        if record.cut_at_budget:
             self.cut_records += 1
-            self.cut_tokens += int(record["completion_tokens"])
-        self.rows.append(int(record["row"]))
-        self.lengths.append(int(record["completion_tokens"]))
-        self.prompt_lengths.append(int(record["prompt_tokens"]))
-        timings = record.get("timings") or {}
-        finished_at = timings.get("finished_at")
-        if finished_at is not None:
+            self.cut_tokens += record.completion_tokens
+        self.rows.append(record.row)
+        self.lengths.append(record.completion_tokens)
+        self.prompt_lengths.append(record.prompt_tokens)
+        if record.timings is not None:
+            finished_at = record.timings.finished_at
             if self.first_finished_at is None:
                 self.first_finished_at = finished_at
             self.last_finished_at = finished_at
-            started = finished_at - float(timings.get("e2e_s") or 0.0)
+            started = finished_at - record.timings.e2e_s
             self.first_started_at = started if self.first_started_at is None else min(self.first_started_at, started)
         self.records_bytes = end_offset
 
-    def add_skip(self, entry: dict, end_offset: int) -> None:
-        reason = entry["reason"]
-        self.skipped_by_reason[reason] = self.skipped_by_reason.get(reason, 0) + 1
-        self.skipped_rows.append(int(entry["row"]))
+    def add_skip(self, entry: SkipEntry, end_offset: int) -> None:
+        self.skipped_by_reason[entry.reason] = self.skipped_by_reason.get(entry.reason, 0) + 1
+        self.skipped_rows.append(entry.row)
         self.skipped_bytes = end_offset
 
     def counts(self) -> DurableCounts:
@@ -204,17 +211,17 @@ def _summary_fits(offset: int, path: Path) -> bool:
         return False
 
 
-def _recover(path: Path, start: int, add) -> int:
-    """Scan `path` from `start`, feeding each complete, parseable line to `add(obj, end)`; cut the
-    rest (a torn tail, or after a node crash a garbled line) and return the new file size."""
+def _recover(path: Path, start: int, parse, add) -> int:
+    """Scan `path` from `start`, feeding each complete line that `parse` reads to `add(entry, end)`;
+    cut the rest (a torn tail, or after a node crash a garbled line) and return the new file size."""
     good_end = start
     if path.exists():
         for end, line in _complete_lines(path, start):
             try:
-                obj = json.loads(line)
-            except ValueError:
+                entry = parse(json.loads(line))
+            except (ValueError, KeyError, TypeError):
                 break
-            add(obj, end)
+            add(entry, end)
             good_end = end
         if path.stat().st_size != good_end:
             os.truncate(path, good_end)
@@ -256,8 +263,8 @@ class PartWriter:
         ):
             totals = OutputTotals()
         self.totals = totals
-        _recover(self.records_path, totals.records_bytes, totals.add_record)
-        _recover(self.skipped_path, totals.skipped_bytes, totals.add_skip)
+        _recover(self.records_path, totals.records_bytes, GenerationRecord.from_json, totals.add_record)
+        _recover(self.skipped_path, totals.skipped_bytes, SkipEntry.from_json, totals.add_skip)
         self._done = set(totals.rows) | set(totals.skipped_rows)
         self._skipped_fd = os.open(self.skipped_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._dirty = False
@@ -268,25 +275,24 @@ class PartWriter:
         """Whether this row already has a record or a skip entry (resume never repeats it)."""
         return row in self._done
 
-    def append_record(self, record: dict) -> None:
-        """Append one completed response (fields per docs/contracts.md)."""
-        row = int(record["row"])
-        if row in self._done:
-            raise ValueError(f"{names.sample_id(self.dataset, row)} already written")
-        if record["completion_tokens"] != len(record["output_ids"]):
-            raise ValueError("completion_tokens must equal len(output_ids)")
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    def append_record(self, record: GenerationRecord) -> None:
+        """Append one completed response (its line: docs/contracts.md#generation-output)."""
+        if record.row in self._done:
+            raise ValueError(f"{record.sample_id} already written")
+        if record.dataset != self.dataset or (problem := record.problem()) is not None:
+            raise ValueError(f"{record.sample_id}: {problem or f'not a record of {self.dataset}'}")
+        line = (json.dumps(record.to_json(), separators=(",", ":")) + "\n").encode()
         _write_line(self._records_fd, line)
         self.totals.add_record(record, self.totals.records_bytes + len(line))
-        self._done.add(row)
+        self._done.add(record.row)
         self._dirty = True
 
     def append_skip(self, row: int, reason: str, detail: str = "") -> None:
         """Record that a source row was skipped, so it is counted once and not retried on resume."""
         if row in self._done:
             raise ValueError(f"{names.sample_id(self.dataset, row)} already written")
-        entry = {"sample_id": names.sample_id(self.dataset, row), "row": row, "reason": reason, "detail": detail[:500]}
-        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        entry = SkipEntry(names.sample_id(self.dataset, row), row, reason, detail[:500])
+        line = (json.dumps(entry.to_json(), separators=(",", ":")) + "\n").encode()
         _write_line(self._skipped_fd, line)
         self.totals.add_skip(entry, self.totals.skipped_bytes + len(line))
         self._done.add(row)

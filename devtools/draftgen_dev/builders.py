@@ -8,11 +8,13 @@ DatasetGenerationSpec) or the built value:
     config = ConfigBuilder(server_url, out, tokenizer).dataset("a", prompts, budget=1000).config(startup_timeout_s=5)
     report = progress(0, a=dataset_progress(600, state="Generating"))
     job = JobBuilder("x-gen-r000", "generate").config_hash("h1").active().state()
+    record = generation_record("a", row=3, response=[7] * 40, finish="length")
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from draftgen.api import Dataset, DatasetGenerationSpec
 from draftgen.observed import JobState
 from draftgen_contracts import names
 from draftgen_contracts.generate_config import CoordinationConfig, GenerateConfig
+from draftgen_contracts.generation_record import GenerationRecord, Timings
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
 from draftgen_contracts.states import DatasetState
 
@@ -219,3 +222,16 @@ def example_manifest(name: str = "quickstart") -> dict[str, Any]:
     """examples/<name>.yaml's DatasetGeneration, as a user would apply it."""
     documents = yaml.safe_load_all((EXAMPLES / f"{name}.yaml").read_text())
     return next(d for d in documents if isinstance(d, dict) and d.get("kind") == names.KIND)
+
+
+def generation_record(dataset: str = "a", row: int = 0, prompt: list[int] | None = None,
+                      response: list[int] | None = None, finish: str = "stop", **fields: Any) -> GenerationRecord:
+    """A record as generate writes it: `prompt` and `response` ([1, 2] and [7, 7, 7] unless given)
+    with their counts, the sample id of (dataset, row), a time per row; `fields` replace any other."""
+    prompt = [1, 2] if prompt is None else prompt
+    response = [7, 7, 7] if response is None else response
+    record = GenerationRecord(
+        sample_id=names.sample_id(dataset, row), dataset=dataset, row=row, input_ids=prompt, output_ids=response,
+        finish_reason=finish, prompt_tokens=len(prompt), completion_tokens=len(response), prompt_class="short",
+        sampling_params={"max_new_tokens": 64}, rid=f"r-{dataset}-{row}", timings=Timings(0.0, 0.1, 1000.0 + row))
+    return dataclasses.replace(record, **fields)

@@ -4,9 +4,10 @@ is what the engine would carry out."""
 import pytest
 
 from draftgen_contracts.budget_shares import Reach, Spend
+from draftgen_contracts.generation_record import CutAtBudget
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
-from draftgen_dev.builders import dataset_progress
+from draftgen_dev.builders import dataset_progress, generation_record
 from jobrunner.config import DatasetConfig
 from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
 from jobrunner.generate.dataset_controller import (BudgetMode, DatasetController, loses_cut_outputs, peer_spend,
@@ -36,8 +37,8 @@ def controller(replicas: int = 2, replica: int = 1, cut: bool = True, made: int 
 
 def write(c: DatasetController, result: GenerateResult, row: int, cut: bool = False) -> None:
     """What the writer does to the totals the controller reads."""
-    c.totals.add_record({"row": row, "completion_tokens": result.completion_tokens, "prompt_tokens": 3,
-                         "finish_reason": result.finish_reason, **({"cut_at_budget": True} if cut else {})}, 0)
+    c.totals.add_record(generation_record(c.name, row, [1, 2, 3], result.output_ids, result.finish_reason,
+                                          cut=CutAtBudget(result.completion_tokens) if cut else None), 0)
 
 
 def prompt(row: int, **fields) -> Prompt:

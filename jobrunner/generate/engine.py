@@ -17,6 +17,7 @@ from collections.abc import Callable
 import aiohttp
 
 from draftgen_contracts import budget_shares, exit_codes, names
+from draftgen_contracts.generation_record import CutAtBudget, GenerationRecord, Timings
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, InvalidResponse, RequestFailed, SGLangError
 from draftgen_contracts.states import DatasetState
@@ -354,24 +355,14 @@ class Engine:
                e2e_s: float) -> None:
         """Append the record of a kept response (`cut_at_budget` when the controller cut it)."""
         result = keep.result
-        self.writers[dataset.name].append_record({
-            "sample_id": names.sample_id(dataset.name, prompt.row),
-            "dataset": dataset.name,
-            "row": prompt.row,
-            "input_ids": prompt.input_ids,
-            "output_ids": result.output_ids,
-            "finish_reason": result.finish_reason,
-            "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens,
-            "prompt_class": prompt.prompt_class,
-            "sampling_params": params,
-            "rid": result.rid,
-            "timings": {"queued_s": round(queued_s, 4), "e2e_s": round(e2e_s, 4), "finished_at": time.time()},
-            **({"source": "trace"} if prompt.response_ids is not None else {}),
-            **({"source_id": prompt.source_id} if prompt.source_id is not None else {}),
-            **({"cut_at_budget": True, "cut": {"generated": keep.generated, "estimated": keep.estimated}}
-               if keep.generated is not None else {}),
-        })
+        self.writers[dataset.name].append_record(GenerationRecord(
+            sample_id=names.sample_id(dataset.name, prompt.row), dataset=dataset.name, row=prompt.row,
+            input_ids=prompt.input_ids, output_ids=result.output_ids, finish_reason=result.finish_reason,
+            prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+            prompt_class=prompt.prompt_class, sampling_params=params, rid=result.rid,
+            timings=Timings(round(queued_s, 4), round(e2e_s, 4), time.time()),
+            trace=prompt.response_ids is not None, source_id=prompt.source_id,
+            cut=CutAtBudget(keep.generated, keep.estimated) if keep.generated is not None else None))
         self._carry_out(dataset, dataset.kept(result, keep.generated, e2e_s, time.monotonic()))
 
     # ---- carrying out ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import asyncio
 import itertools
 import random
 import time
+from dataclasses import replace
 from typing import Any, Mapping
 
 import aiohttp
@@ -226,8 +227,7 @@ class SGLangClient:
                 return aborted_result(attempt_rid, attempt - 1, f"aborted by the caller after {last_error!r}")
             outcome = await self._attempt({**body, "rid": attempt_rid}, rid)
             if isinstance(outcome, GenerateResult):
-                outcome.attempts = attempt
-                return outcome
+                return replace(outcome, attempts=attempt)
             last_error = outcome
             if rid in self._aborted:
                 return aborted_result(attempt_rid, attempt, f"aborted by the caller after {last_error!r}")
@@ -247,9 +247,7 @@ class SGLangClient:
         if status in KEY_STATUSES:
             raise KeysRefused(f"/generate answered {status} {parse_error_message(payload)}: {KEYS_HINT}")
         if status == 200:
-            result = parse_generate_response(decode_json(payload))
-            result.rid = attempt_rid
-            return result
+            return replace(parse_generate_response(decode_json(payload)), rid=attempt_rid)
         if rid in self._aborted:
             # an abort SGLang made itself with a status code (0.5.23: 503 for a request retracted
             # without a KV backup, 500 out of memory; docs/budgets.md) answers with that status,

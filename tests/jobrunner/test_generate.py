@@ -6,9 +6,10 @@ import asyncio
 import pytest
 
 from draftgen.fold import fold_reports
-from draftgen_contracts import exit_codes, names
+from draftgen_contracts import exit_codes
 from draftgen_contracts.sglang_protocol import ServerNotReady
-from draftgen_dev.builders import ConfigBuilder, SpecBuilder, dataset_progress, generate_config, progress
+from draftgen_dev.builders import (ConfigBuilder, SpecBuilder, dataset_progress, generate_config, generation_record,
+                                   progress)
 from draftgen_dev.cluster.controlplane import free_port
 from jobrunner import output
 from jobrunner.coordination import FileCoordinator
@@ -228,10 +229,7 @@ def write_part(root, dataset: str, replica: int, lengths: list[int]) -> output.O
     """A part as a replica of a deleted run left it: its records, durable."""
     writer = output.PartWriter(root, dataset, replica)
     for row, n in enumerate(lengths):
-        writer.append_record({
-            "sample_id": names.sample_id(dataset, row), "dataset": dataset, "row": row, "input_ids": [1, 2],
-            "output_ids": [7] * n, "finish_reason": "length" if n == 8 else "stop", "prompt_tokens": 2,
-            "completion_tokens": n, "rid": f"old-{row}", "timings": {"e2e_s": 0.1, "finished_at": 1000.0 + row}})
+        writer.append_record(generation_record(dataset, row, [1, 2], [7] * n, "length" if n == 8 else "stop"))
     made = writer.sync(force=True)
     writer.close()
     return made

@@ -3,21 +3,17 @@
 import json
 import os
 import threading
+from dataclasses import replace
 
 import pytest
 
-from draftgen_contracts import names
+from draftgen_contracts.generation_record import GenerationRecord
+from draftgen_dev.builders import generation_record
 from jobrunner import output
 
 
-def record(row: int, n: int = 3, reason: str = "stop") -> dict:
-    return {
-        "sample_id": names.sample_id("ds", row), "dataset": "ds", "row": row,
-        "input_ids": [1, 2], "output_ids": list(range(n)), "finish_reason": reason,
-        "prompt_tokens": 2, "completion_tokens": n, "prompt_class": "short",
-        "sampling_params": {"max_new_tokens": 8}, "rid": f"r-{row}",
-        "timings": {"queued_s": 0.0, "e2e_s": 0.1, "finished_at": 1000.0 + row},
-    }
+def record(row: int, n: int = 3, reason: str = "stop") -> GenerationRecord:
+    return generation_record("ds", row, [1, 2], list(range(n)), reason)
 
 
 def test_records_round_trip_and_totals(tmp_path):
@@ -46,10 +42,10 @@ def test_duplicate_row_is_refused(tmp_path):
 
 def test_completion_tokens_must_match_output_ids(tmp_path):
     w = output.PartWriter(tmp_path, "ds", 0)
-    bad = record(1)
-    bad["completion_tokens"] = 9
-    with pytest.raises(ValueError):
-        w.append_record(bad)
+    with pytest.raises(ValueError, match=r"ds/000000001: completion_tokens \(9\) != len\(output_ids\) \(3\)"):
+        w.append_record(replace(record(1), completion_tokens=9))
+    with pytest.raises(ValueError, match="finish_reason 'abort'"):
+        w.append_record(replace(record(1), finish_reason="abort"))
 
 
 def killed(writer: output.PartWriter) -> None:

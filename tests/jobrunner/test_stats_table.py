@@ -3,7 +3,8 @@
 import argparse
 import json
 
-from draftgen_dev.builders import generate_config
+from draftgen_contracts.generation_record import CutAtBudget, Timings
+from draftgen_dev.builders import generate_config, generation_record
 from jobrunner import stats_table
 from jobrunner.output import PartWriter
 from jobrunner.stats import RateMeter, dataset_stats
@@ -20,11 +21,9 @@ def test_rate_meter_window():
 def write_part(root, dataset, replica, rows, n, reason="stop", e2e_s=1.0, spacing_s=1.0, cut_rows=()):
     w = PartWriter(root, dataset, replica)
     for row in rows:
-        w.append_record({"sample_id": f"{dataset}/{row:09d}", "dataset": dataset, "row": row, "input_ids": [1] * 3,
-                         "output_ids": [0] * n, "finish_reason": reason, "prompt_tokens": 3,
-                         "completion_tokens": n, "prompt_class": "short", "sampling_params": {}, "rid": "r",
-                         "timings": {"queued_s": 0, "e2e_s": e2e_s, "finished_at": 100.0 + spacing_s * row},
-                         **({"cut_at_budget": True} if row in cut_rows else {})})
+        w.append_record(generation_record(dataset, row, [1] * 3, [0] * n, reason,
+                                          timings=Timings(0.0, e2e_s, 100.0 + spacing_s * row),
+                                          cut=CutAtBudget(n) if row in cut_rows else None))
     w.append_skip(10_000 + replica, "bad_json")
     w.close()
 
