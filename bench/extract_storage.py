@@ -25,6 +25,7 @@ import random
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from draftgen_contracts.hidden_state_layout import bytes_per_token
@@ -33,6 +34,7 @@ from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, merge
 from jobrunner.extract import extract
 from jobrunner.hidden_states import selection
+from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.output import PartWriter
 
 
@@ -66,10 +68,11 @@ def main() -> int:
         merge.merge(base, base / "corpus", merge.MergeSettings(eval_fraction=0.0), log=lambda *_: None)
         model = build_tiny_llama(base / "model", vocab_size=1024, num_layers=8, hidden=args.hidden)
         window = 2048
-        run = dict(splits=["train"], max_batch_tokens=args.max_batch_tokens, max_batch_size=args.batch_size,
-                   sort_window=window, shard_mb=64, log=lambda *_: None)
-        index = extract(base / "corpus", base / "states", model, dtype="bf16", **run)
-        fp8_index = extract(base / "corpus", base / "fp8", model, dtype="fp8", **run)
+        run = ExtractionSettings(splits=("train",), max_batch_tokens=args.max_batch_tokens,
+                                 max_batch_size=args.batch_size, sort_window=window, shard_mb=64)
+        quiet = dict(log=lambda *_: None)
+        index = extract(base / "corpus", base / "states", model, replace(run, dtype="bf16"), **quiet)
+        fp8_index = extract(base / "corpus", base / "fp8", model, replace(run, dtype="fp8"), **quiet)
         lengths = [len(r["input_ids"]) for r in corpus.iter_corpus(base / "corpus", "train")]
         errors = fp8_errors(base / "states", base / "fp8", index, fp8_index)
     finally:

@@ -32,6 +32,7 @@ from jobrunner.atomic import write_json_atomically
 from jobrunner.full_volume import needs, ran_out_of_room, say_on_stderr
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.backend import FINAL_STATES, Backend
+from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.progress import ExtractionReporter
 from jobrunner.hidden_states.store import ShardStore
 
@@ -43,43 +44,43 @@ def corpus_tokens(manifest: dict, splits: list[str]) -> int:
     return sum(manifest["splits"][s]["tokens"] for s in splits)
 
 
-def extract(corpus_dir, out_dir, model_path: str, *, splits: list[str], aux_layers: list[int] | None = None,
-            drafters: list[str] = ("eagle3",), final_state: str = "post-norm", dtype: str = "bf16",
-            max_len: int | None = None, too_long: str = "truncate", max_batch_tokens: int = 16384,
-            max_batch_size: int = 64, sort_window: int = 2048, shard_mb: float = 1024,
-            backend_name: str = "transformers", make_backend=None, publish=None, log=print) -> dict:
-    """Extract states for every sample of `splits` not yet in `out_dir`; returns the index. One forward
-    stores every auxiliary layer the `drafters` read (`aux_layers` replaces their defaults) and the
-    final state. `backend_name` says what `make_backend` makes (recorded with the states; a resume must match);
-    `publish` takes the progress document's text now and then (jobrunner.hidden_states.progress)."""
+def extract(corpus_dir, out_dir, model_path: str, settings: ExtractionSettings, *, make_backend=None, publish=None,
+            log=print) -> dict:
+    """Extract states for every sample of `settings.splits` not yet in `out_dir`; returns the index. One
+    forward stores every auxiliary layer the drafters read (`settings.aux_layers` replaces their
+    defaults) and the final state. `make_backend` makes what `settings.backend` names (by default
+    transformers); `publish` takes the progress document's text now and then
+    (jobrunner.hidden_states.progress)."""
     from jobrunner.hidden_states.transformers_backend import model_dims
 
+    s = settings
     manifest = corpus.read_manifest(corpus_dir)
     discard_unfinished_exports(Path(out_dir))  # an export a crash or a full volume cut short: its room back
     num_layers, hidden = model_dims(model_path)
-    problem = drafter_choice.problem(list(drafters), aux_layers)
+    aux_layers = list(s.aux_layers) if s.aux_layers is not None else None
+    problem = drafter_choice.problem(list(s.drafters), aux_layers) or s.problem()
     if problem:
         raise ValueError(problem)
-    layers = drafter_choice.layers_to_store(list(drafters), num_layers, aux_layers)
-    check_settings(layers, num_layers, final_state, max_len, too_long, max_batch_tokens)
+    layers = drafter_choice.layers_to_store(list(s.drafters), num_layers, aux_layers)
+    selection.check_aux_layers(layers, num_layers)
     out_dir = Path(out_dir)
-    served = {d: drafter_choice.drafter_layers(d, num_layers, aux_layers) for d in drafters}
-    estimate = write_estimate(out_dir, corpus_tokens(manifest, splits), hidden, layers, dtype, splits, served, log)
+    served = {d: drafter_choice.drafter_layers(d, num_layers, aux_layers) for d in s.drafters}
+    estimate = write_estimate(out_dir, corpus_tokens(manifest, list(s.splits)), hidden, layers, s.dtype,
+                              list(s.splits), served, log)
     reporter = ExtractionReporter(out_dir, estimate["tokens"], publish, log=log)
     store = ShardStore(out_dir, {
         "model": str(model_path), "aux_layers": layers, "hidden_state_indices": selection.hidden_state_indices(layers),
         "drafters": served,
-        "final_state": final_state, "dtype": dtype, "hidden_size": hidden, "num_layers": num_layers,
-        "max_len": max_len, "too_long": too_long, "backend": backend_name})
+        "final_state": s.final_state, "dtype": s.dtype, "hidden_size": hidden, "num_layers": num_layers,
+        "max_len": s.max_len, "too_long": s.too_long, "backend": s.backend})
     if store.samples:
         log(f"extract: resuming: {len(store.samples)} samples already in {len(store.shards)} shards")
-    backend: Backend = (make_backend or _transformers_backend)(model_path, layers, final_state, dtype)
+    backend: Backend = (make_backend or _transformers_backend)(model_path, layers, s.final_state, s.dtype)
     reporter.start()
     with closing(backend):
-        skipped, done_now = extract_all(store, backend, reporter, corpus_dir, splits, estimate, max_len, too_long,
-                                        max_batch_tokens, max_batch_size, sort_window, shard_mb, log)
+        skipped, done_now = extract_all(store, backend, reporter, corpus_dir, s, estimate, log)
     store.flush()
-    origin = extraction_provenance(Path(corpus_dir), model_path, final_state, backend_name)
+    origin = extraction_provenance(Path(corpus_dir), model_path, s.final_state, s.backend)
     if origin["model_matches_generation"] is False:
         log("extract: WARNING: the model's config files differ from those the corpus was generated with")
     index = store.write_index({"complete": True, "skipped": dict(sorted(skipped.items())), "provenance": origin})
@@ -98,18 +99,18 @@ def closing(backend: Backend):
         getattr(backend, "close", lambda: None)()
 
 
-def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporter, corpus_dir, splits: list[str],
-                estimate: dict, max_len: int | None, too_long: str, max_batch_tokens: int, max_batch_size: int,
-                sort_window: int, shard_mb: float, log) -> tuple[dict[str, int], int]:
+def extract_all(store: ShardStore, backend: Backend, reporter: ExtractionReporter, corpus_dir,
+                settings: ExtractionSettings, estimate: dict, log) -> tuple[dict[str, int], int]:
     """Every sample not stored yet, in batches, a shard written whenever one is full; returns
     (skipped samples by reason, samples stored this run)."""
-    shard_tokens = max(1, int(shard_mb * (1 << 20)) // estimate["bytes_per_token"])
+    s = settings
+    shard_tokens = max(1, int(s.shard_mb * (1 << 20)) // estimate["bytes_per_token"])
     skipped: dict[str, int] = {}
     done_now = 0
-    records = (r for split in splits for r in corpus.iter_corpus(corpus_dir, split))
-    for window in selection.windows(records, sort_window):
-        kept = kept_samples(window, max_len, too_long, skipped)
-        for batch in selection.plan_batches([len(ids) for _, ids, _ in kept], max_batch_tokens, max_batch_size):
+    records = (r for split in s.splits for r in corpus.iter_corpus(corpus_dir, split))
+    for window in selection.windows(records, s.sort_window):
+        kept = kept_samples(window, s.max_len, s.too_long, skipped)
+        for batch in selection.plan_batches([len(ids) for _, ids, _ in kept], s.max_batch_tokens, s.max_batch_size):
             buffered = store.buffered_tokens
             done_now += extract_batch(store, backend, [kept[i] for i in batch])
             reporter.extracted_batch(store.buffered_tokens - buffered, store)
@@ -130,17 +131,6 @@ def extraction_provenance(corpus_dir: Path, model_path: str, final_state: str, b
             "aux_layer_convention": provenance.AUX_LAYER_CONVENTION, "backend": backend_name,
             "final_state": {final_state: hidden_state_layout.FINAL_STATES[final_state]},
             "corpus": {"manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "generation": generation}}
-
-
-def check_settings(layers: list[int], num_layers: int, final_state: str, max_len: int | None, too_long: str,
-                   max_batch_tokens: int) -> None:
-    selection.check_aux_layers(layers, num_layers)
-    if too_long not in selection.TOO_LONG_POLICIES:
-        raise ValueError(f"too-long policy {too_long!r}: expected one of {selection.TOO_LONG_POLICIES}")
-    if final_state not in FINAL_STATES:
-        raise ValueError(f"final state {final_state!r}: expected one of {FINAL_STATES}")
-    if max_len is not None and max_len > max_batch_tokens:
-        raise ValueError(f"max_len {max_len} exceeds max_batch_tokens {max_batch_tokens}: a sample must fit a batch")
 
 
 def write_estimate(out_dir: Path, tokens: int, hidden: int, layers: list[int], dtype: str, splits: list[str],
@@ -293,12 +283,13 @@ def main(args: argparse.Namespace) -> int:
     try:
         layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
         splits = list(corpus.SPLITS) if args.split == "all" else [args.split]
-        extract(args.corpus, args.out, args.model, splits=splits, aux_layers=layers,
-                drafters=args.drafters.split(","), final_state=args.final_state,
-                dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
-                max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size,
-                sort_window=args.sort_window, shard_mb=args.shard_mb, backend_name=args.backend,
-                make_backend=backend_factory(args), publish=publisher(args.report_configmap))
+        settings = ExtractionSettings(
+            splits=tuple(splits), aux_layers=tuple(layers) if layers else None, drafters=tuple(args.drafters.split(",")),
+            final_state=args.final_state, dtype=args.dtype, max_len=args.max_len, too_long=args.too_long,
+            max_batch_tokens=args.max_batch_tokens, max_batch_size=args.max_batch_size, sort_window=args.sort_window,
+            shard_mb=args.shard_mb, backend=args.backend)
+        extract(args.corpus, args.out, args.model, settings, make_backend=backend_factory(args),
+                publish=publisher(args.report_configmap))
         if args.export:
             from jobrunner.exports import export_states
 

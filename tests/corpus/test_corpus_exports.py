@@ -11,8 +11,15 @@ from draftgen_contracts.hidden_state_layout import export_bytes
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, exports
 from jobrunner.extract import extract
+from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.store import load_sample
 from tests.corpus.conftest import merged_corpus
+
+
+def extracted(corpus_dir, out, model, **settings) -> dict:
+    """The states of the corpus's train split (unless `settings` say other splits), quietly."""
+    return extract(corpus_dir, out, model, ExtractionSettings(**{"splits": ("train",), **settings}),
+                   log=lambda *_: None)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +52,7 @@ def test_speculators_jsonl(corpus_dir):
 def test_state_exports(corpus_dir, tmp_path, kind, final_state):
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
-    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state=final_state, log=lambda *_: None)
+    index = extracted(corpus_dir, out, model, dtype="fp32", final_state=final_state)
     other = "speculators" if kind == "specforge" else "specforge"
     with pytest.raises(ValueError, match="final state"):
         exports.export_states(out, other, corpus_dir)
@@ -89,8 +96,7 @@ def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     for final_state, kind in (("pre-norm", "speculators"), ("post-norm", "specforge")):
         out = tmp_path / kind
-        index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state=final_state,
-                        log=lambda *_: None)
+        index = extracted(corpus_dir, out, model, dtype="fp8", final_state=final_state)
         exp = exports.export_states(out, kind, corpus_dir)[0] / "train"
         sid = sorted(index["samples"])[0]
         s = load_sample(out, sid, index)
@@ -109,8 +115,7 @@ def test_state_exports_keep_the_splits_apart_and_say_what_each_holds(corpus_dir,
     each split's samples, truncated and cut at the budget."""
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
-    index = extract(corpus_dir, out, model, splits=list(corpus.SPLITS), dtype="fp32", final_state="post-norm",
-                    log=lambda *_: None)
+    index = extracted(corpus_dir, out, model, splits=tuple(corpus.SPLITS), dtype="fp32", final_state="post-norm")
     exp, = exports.export_states(out, "specforge", corpus_dir)
     manifest = json.loads((exp / "manifest.json").read_text())
     by_split = {split: json.loads((exp / split / "sample_ids.json").read_text()) for split in corpus.SPLITS}
@@ -133,8 +138,8 @@ def test_one_forward_serves_eagle3_dflash_and_mtp_and_each_export_picks_its_laye
 
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
-    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state="pre-norm",
-                    drafters=["eagle3", "dflash", "mtp"], log=lambda *_: None)
+    index = extracted(corpus_dir, out, model, dtype="fp32", final_state="pre-norm",
+                      drafters=("eagle3", "dflash", "mtp"))
     assert index["run"]["aux_layers"] == [1, 2, 3, 4, 5]
     assert index["run"]["drafters"] == {"eagle3": [1, 3, 4], "dflash": [1, 2, 3, 4, 5], "mtp": []}
     assert json.loads((out / "estimate.json").read_text())["aux_count"] == 5  # the bytes follow the layers
@@ -154,8 +159,7 @@ def test_one_forward_serves_eagle3_dflash_and_mtp_and_each_export_picks_its_laye
 def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir, tmp_path):
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
-    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp32", final_state="pre-norm",
-                    drafters=["dflash"], log=lambda *_: None)
+    index = extracted(corpus_dir, out, model, dtype="fp32", final_state="pre-norm", drafters=("dflash",))
     folder, = exports.export_states(out, "specforge", corpus_dir)
     assert folder.name == "specforge-dflash"
     d = torch.load(folder / "train" / "rows_00000000-00001000" / "data_00000000.ckpt")
@@ -163,9 +167,8 @@ def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir,
     assert set(d) == {"input_ids", "loss_mask", "hidden_states", "truncated", "cut_at_budget"}
     assert torch.equal(d["hidden_states"][0], s["aux_hidden_states"].flatten(1))
     with pytest.raises(ValueError, match="final state alone"):  # both backends capture some layer besides
-        extract(corpus_dir, tmp_path / "mtp", model, splits=["train"], drafters=["mtp"], log=lambda *_: None)
-    extract(corpus_dir, tmp_path / "mtp", model, splits=["train"], drafters=["mtp"], aux_layers=[5],
-            final_state="pre-norm", log=lambda *_: None)
+        extracted(corpus_dir, tmp_path / "mtp", model, drafters=("mtp",))
+    extracted(corpus_dir, tmp_path / "mtp", model, drafters=("mtp",), aux_layers=(5,), final_state="pre-norm")
     with pytest.raises(ValueError, match="specforge trains none of the drafters these states serve"):
         exports.export_states(tmp_path / "mtp", "specforge", corpus_dir)
 
@@ -177,8 +180,7 @@ def test_fp8_states_keep_their_scales_in_speculators_dflash_and_mtp_layouts(corp
 
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
-    index = extract(corpus_dir, out, model, splits=["train"], dtype="fp8", final_state="pre-norm",
-                    drafters=["dflash", "mtp"], log=lambda *_: None)
+    index = extracted(corpus_dir, out, model, dtype="fp8", final_state="pre-norm", drafters=("dflash", "mtp"))
     s = load_sample(out, sorted(index["samples"])[0], index)  # dequantized to bf16
     aux, final = s["aux_hidden_states"], s["final_hidden_state"]
     for folder, want in zip(exports.export_states(out, "speculators", corpus_dir), (aux, final.unsqueeze(1))):

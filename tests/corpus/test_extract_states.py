@@ -21,6 +21,7 @@ from jobrunner import corpus
 from jobrunner.cli import main as cli_main
 from jobrunner.extract import extract
 from jobrunner.hidden_states import selection
+from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
 from tests.corpus.conftest import merged_corpus
@@ -46,9 +47,9 @@ def model(model_dir):
     return AutoModelForCausalLM.from_pretrained(model_dir).eval()
 
 
-def fp32_extract(corpus_dir, out, model_dir, **kw):
-    kw = {"splits": ["train", "eval"], "dtype": "fp32", "max_batch_tokens": 256, "max_batch_size": 8, **kw}
-    return extract(corpus_dir, out, model_dir, **kw, **QUIET)
+def fp32_extract(corpus_dir, out, model_dir, publish=None, **settings):
+    settings = {"splits": ("train", "eval"), "dtype": "fp32", "max_batch_tokens": 256, "max_batch_size": 8, **settings}
+    return extract(corpus_dir, out, model_dir, ExtractionSettings(**settings), publish=publish, **QUIET)
 
 
 # --- pure decisions --------------------------------------------------------------------------------
@@ -182,8 +183,8 @@ def test_the_progress_is_published_and_written_beside_the_states_and_ends_as_the
     def refused(_):
         raise RuntimeError("403 Forbidden")
     said = []
-    again = extract(corpus_dir, tmp_path / "p", model_dir, splits=["train", "eval"], dtype="fp32", publish=refused,
-                    log=said.append)
+    again = extract(corpus_dir, tmp_path / "p", model_dir, ExtractionSettings(splits=("train", "eval"), dtype="fp32"),
+                    publish=refused, log=said.append)
     assert any("could not publish the progress: 403 Forbidden" in line for line in said)
     assert again["complete"] and json.loads((tmp_path / "p" / names.EXTRACTION_KEY).read_text())["finished"]
 
@@ -193,7 +194,8 @@ def test_estimate_written_before_the_weights_load(corpus_dir, model_dir, tmp_pat
         raise RuntimeError("weights would load here")
 
     with pytest.raises(RuntimeError):
-        extract(corpus_dir, tmp_path / "o", model_dir, splits=["train"], make_backend=no_backend, **QUIET)
+        extract(corpus_dir, tmp_path / "o", model_dir, ExtractionSettings(splits=("train",)), make_backend=no_backend,
+                **QUIET)
     est = json.loads((tmp_path / "o" / "estimate.json").read_text())
     tokens = corpus.read_manifest(corpus_dir)["splits"]["train"]["tokens"]
     assert est["tokens"] == tokens and est["bytes_per_token"] == 8 * 64 + 9
@@ -215,8 +217,8 @@ def test_bad_layers_and_changed_settings_are_clear_errors(corpus_dir, model_dir,
 def test_fp8_states_are_e4m3_with_a_scale_per_token_and_state_and_half_the_bytes(corpus_dir, model_dir, tmp_path):
     from safetensors import safe_open
 
-    bf16 = extract(corpus_dir, tmp_path / "bf16", model_dir, splits=["train"], dtype="bf16", **QUIET)
-    fp8 = extract(corpus_dir, tmp_path / "fp8", model_dir, splits=["train"], dtype="fp8", **QUIET)
+    bf16 = extract(corpus_dir, tmp_path / "bf16", model_dir, ExtractionSettings(("train",), dtype="bf16"), **QUIET)
+    fp8 = extract(corpus_dir, tmp_path / "fp8", model_dir, ExtractionSettings(("train",), dtype="fp8"), **QUIET)
     tokens = fp8["tokens"]
     assert bytes_per_token(64, 3, "fp8") == 4 * 64 + 4 * 4 + 9
     assert tokens * bytes_per_token(64, 3, "fp8") <= fp8["bytes"] < tokens * bytes_per_token(64, 3, "fp8") * 1.05
