@@ -6,7 +6,8 @@ import re
 
 from dataclasses import dataclass, field
 
-from draftgen_contracts.names import CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL, LABEL_COMPONENT, LABEL_REPLICA
+from draftgen_contracts.names import (COMPLETION_INDEX_ANNOTATION, CONFIG_HASH_ANNOTATION, KUEUE_QUEUE_LABEL,
+                                     LABEL_COMPONENT, LABEL_REPLICA)
 from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.progress import ProgressDocument
@@ -50,6 +51,7 @@ class PodState:
     problem_message: str = ""  # the scheduler's or the kubelet's own words
     deleting: bool = False
     node: str = ""  # the node it was scheduled to
+    rank: int = 0  # its index in a rank group's Indexed Job (0 for a single-node replica's pod)
     failure: str = ""  # a container that failed: its name, exit code and last words (its termination message)
 
 
@@ -88,7 +90,13 @@ def pod_state_from(pod: dict) -> PodState:
     return PodState(name=meta.get("name", ""), replica=int(replica) if replica.isdigit() else 0, scheduled=scheduled,
                     ready=ready, problem_reason=reason, problem_message=message,
                     deleting=meta.get("deletionTimestamp") is not None, node=(pod.get("spec") or {}).get("nodeName") or "",
-                    failure=failure)
+                    failure=failure, rank=_completion_index(meta))
+
+
+def _completion_index(meta: dict) -> int:
+    """The pod's index in its Indexed Job, from the annotation the Job controller sets."""
+    value = (meta.get("annotations") or {}).get(COMPLETION_INDEX_ANNOTATION, "0")
+    return int(value) if value.isdigit() else 0
 
 
 def _failure(container_status: dict) -> str:

@@ -328,9 +328,9 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
 
 
 def replica_nodes(world: World) -> dict[int, list[str]]:
-    """Each replica's nodes, by its live pods (in rank order: the pods' names end in their index)."""
+    """Each replica's nodes, by its live pods, in rank order."""
     nodes: dict[int, list[str]] = {}
-    for pod in sorted(world.pods or (), key=lambda p: p.name):
+    for pod in sorted(world.pods or (), key=lambda p: (p.rank, p.name)):
         if pod.node and not pod.deleting:
             nodes.setdefault(pod.replica, []).append(pod.node)
     return nodes

@@ -291,8 +291,9 @@ def test_a_failed_rank_group_is_started_again_whole_counted_and_said_until_its_r
     jobs = generation_jobs("x", 2, GROUP_DIGEST, active=2)
     jobs["x-gen-r001"] = replace(jobs["x-gen-r001"], active=0, failed=True, failure_reason="BackoffLimitExceeded",
                                  failure_message="Job has reached the specified backoff limit")
-    pods = (PodState("x-gen-r000-0-a", 0, scheduled=True, ready=True, node="gpu-1"),
-            PodState("x-gen-r000-1-b", 0, scheduled=True, ready=True, node="gpu-2"))
+    # Listed out of rank order: status.replicas[].nodes is by rank.
+    pods = (PodState("x-gen-r000-1-b", 0, scheduled=True, ready=True, node="gpu-2", rank=1),
+            PodState("x-gen-r000-0-a", 0, scheduled=True, ready=True, node="gpu-1", rank=0))
     d = run(spec=GROUPS, jobs=jobs, pods=pods)
     assert d.delete_jobs == ["x-gen-r001"] and d.status.phase != Phase.FAILED
     assert [(e[0], e[1]) for e in d.events] == [("Warning", Reason.GROUP_RESTARTED)]

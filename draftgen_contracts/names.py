@@ -58,6 +58,7 @@ LEADER_FILE = "leader"
 DIST_INIT_PORT = 20000
 # The index of a pod in its Indexed Job, which the Job controller puts in every container's environment.
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # the same, on the pod
 REPORT_KEY = "progress.json"
 PREFLIGHT_KEY = "preflight.json"  # the preflight's findings: its report ConfigMap's key, and a file on the volume
 LABEL_PREFLIGHT = "draftgen.io/preflight"
