@@ -70,6 +70,7 @@ class Findings:
     still_failed: bool  # failed before, and the spec has not changed since
     in_use: bool  # the output folder belongs to another object
     restarted: list[JobState]  # failed rank groups started again now (policies/group_policy)
+    group_restarts: dict[int, int]  # each replica's group restarts, these included
 
     @property
     def failed(self) -> bool:
@@ -103,11 +104,16 @@ def find(r: Reconcile) -> Findings:
     stage = stage_now(r, datasets, digest)
     capacity = capacity_now(r, stage)
     owner = r.world.output_owner
-    restarted = groups_to_restart(jobs, r.spec.server.nodes_per_replica, group_restarts_before(r.previous))
+    before = group_restarts_before(r.previous)
+    restartable = groups_to_restart(jobs, r.spec.server.nodes_per_replica, before)
+    failure = failure_now(r, stage, capacity, digest, restartable)
+    still_failed = r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation
+    in_use = owner is not None and owner != r.name
+    restarted = [] if failure or still_failed or in_use else restartable  # a run that stops restarts nothing
     return Findings(config=config, digest=digest, datasets=datasets, stage=stage, capacity=capacity,
-                    failure=failure_now(r, stage, capacity, digest, restarted), volume_full=volume_full_now(r),
-                    still_failed=r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation,
-                    in_use=owner is not None and owner != r.name, restarted=restarted)
+                    failure=failure, volume_full=volume_full_now(r), still_failed=still_failed, in_use=in_use,
+                    restarted=restarted,
+                    group_restarts={**before, **{j.replica: before.get(j.replica, 0) + 1 for j in restarted}})
 
 
 def group_restarts_before(previous: DatasetGenerationStatus) -> dict[int, int]:
@@ -159,16 +165,16 @@ def volume_full_now(r: Reconcile) -> Explanation | None:
     return reasons.volume_full(r.spec.output.claim_name, job.name, said, r.settings.volume_full_retry_s)
 
 
-def rank_failures(world: World, replica: int) -> list[str]:
-    """What the failed pods of a replica said (a group's pods are named <job>-<rank>-<suffix>)."""
-    return [f"pod {pod.name}: {pod.failure}" for pod in sorted(world.pods or (), key=lambda p: p.name)
-            if pod.replica == replica and pod.failure]
+def rank_failures(world: World, replica: int | None = None) -> list[str]:
+    """What the failed pods of one replica (None: of every replica) said, in rank order."""
+    return [f"pod {pod.name}: {pod.failure}" for pod in sorted(world.pods or (), key=lambda p: (p.replica, p.rank, p.name))
+            if pod.failure and replica in (None, pod.replica)]
 
 
 def pod_errors(world: World) -> list[str]:
     """What the preflight and each replica reported of their own failure, beside Kubernetes' words."""
     errors = [f"replica {r}: {report.error}" for r, report in sorted(world.reports.items()) if report.error]
-    errors += [f for r in sorted({p.replica for p in world.pods or ()}) for f in rank_failures(world, r)]
+    errors += rank_failures(world)
     if world.preflight is not None and world.preflight.problem is not None:
         errors.insert(0, f"preflight: {world.preflight.problem.says()}")
     return errors
@@ -247,11 +253,9 @@ def events_before_status(r: Reconcile, found: Findings) -> list[Event]:
         events.append(("Warning", *output_in_use(r)))
     if found.volume_full and not found.failed and last_ready_reason(r.previous) != Reason.VOLUME_FULL:
         events.append(("Warning", *found.volume_full))
-    if not found.failed and not found.in_use:
-        before = group_restarts_before(r.previous)
-        events += [("Warning", *reasons.group_restarted(
-            job.replica, r.spec.server.nodes_per_replica, job.name, "; ".join([job.why_failed(), *rank_failures(
-                r.world, job.replica)]), before.get(job.replica, 0) + 1, RESTART_LIMIT)) for job in found.restarted]
+    events += [("Warning", *reasons.group_restarted(
+        job.replica, r.spec.server.nodes_per_replica, job.name, "; ".join([job.why_failed(), *rank_failures(
+            r.world, job.replica)]), found.group_restarts[job.replica], RESTART_LIMIT)) for job in found.restarted]
     return events
 
 
@@ -317,7 +321,7 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
     extraction = extraction_status(r.world.extraction) if r.world.extraction else previous.extraction
     return DatasetGenerationStatus(
         stage=stage, observed_generation=r.generation, conditions=list(previous.conditions), datasets=datasets,
-        replicas=fold_replicas(r.spec, r.world.reports, replica_nodes(r.world), group_restarts_now(r, found)),
+        replicas=fold_replicas(r.spec, r.world.reports, replica_nodes(r.world), found.group_restarts),
         tokens=reported_tokens(datasets), budget_tokens=sum(d.budget_tokens for d in datasets),
         progress=progress_text(datasets), start_time=previous.start_time or r.now,
         completion_time=(previous.completion_time or r.now) if stage == Stage.DONE else None,
@@ -334,15 +338,6 @@ def replica_nodes(world: World) -> dict[int, list[str]]:
         if pod.node and not pod.deleting:
             nodes.setdefault(pod.replica, []).append(pod.node)
     return nodes
-
-
-def group_restarts_now(r: Reconcile, found: Findings) -> dict[int, int]:
-    """Each replica's group restarts: those before, and one more for each group started again now."""
-    counts = group_restarts_before(r.previous)
-    if not found.failed and not found.in_use:
-        for job in found.restarted:
-            counts[job.replica] = counts.get(job.replica, 0) + 1
-    return counts
 
 
 def stage_jobs(name: str, spec: DatasetGenerationSpec, stage: Stage) -> StageJobs:
