@@ -91,16 +91,9 @@ def _complete_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
 
 def iter_records(path: str | os.PathLike) -> Iterator[dict]:
     """Yield the complete records of one part file as their JSON objects, in write order; a torn final
-    line is ignored. (The merge reads them so, as a reader of files it must not trust;
-    `iter_generation_records` gives them typed.)"""
+    line is ignored."""
     for _, line in _complete_lines(Path(path)):
         yield json.loads(line)
-
-
-def iter_generation_records(path: str | os.PathLike) -> Iterator[GenerationRecord]:
-    """The complete records of one part file, typed, in write order."""
-    for obj in iter_records(path):
-        yield GenerationRecord.from_json(obj)
 
 
 @dataclass
@@ -212,16 +205,18 @@ def _summary_fits(offset: int, path: Path) -> bool:
 
 
 def _recover(path: Path, start: int, parse, add) -> int:
-    """Scan `path` from `start`, feeding each complete line that `parse` reads to `add(entry, end)`;
-    cut the rest (a torn tail, or after a node crash a garbled line) and return the new file size."""
+    """Scan `path` from `start`, feeding each complete line, as `parse` reads its JSON, to
+    `add(entry, end)`; cut the rest (a torn tail, or after a node crash a garbled line) and return the
+    new file size. A line of valid JSON that `parse` refuses raises: it is no torn write, and cutting
+    there would throw away every record after it."""
     good_end = start
     if path.exists():
         for end, line in _complete_lines(path, start):
             try:
-                entry = parse(json.loads(line))
-            except (ValueError, KeyError, TypeError):
+                obj = json.loads(line)
+            except ValueError:
                 break
-            add(entry, end)
+            add(parse(obj), end)
             good_end = end
         if path.stat().st_size != good_end:
             os.truncate(path, good_end)

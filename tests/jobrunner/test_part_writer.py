@@ -136,3 +136,19 @@ def test_durable_totals_lag_until_sync(tmp_path):
     assert w.sync().completion_tokens == 4
     w.append_record(record(1, 4))
     assert w.durable.completion_tokens == 4 and w.durable.rows == [0]
+
+
+def test_a_whole_line_that_is_no_record_stops_the_writer_and_cuts_nothing(tmp_path):
+    """Only a torn or garbled line is cut on resume: a complete JSON line the record type refuses is
+    no torn write, and cutting there would throw away every record after it."""
+    w = output.PartWriter(tmp_path, "ds", 0)
+    w.append_record(record(0))
+    w.close()
+    path = output.part_path(tmp_path, "ds", 0)
+    os.remove(output.summary_path(tmp_path, "ds", 0))
+    with open(path, "a") as f:
+        f.write(json.dumps({"row": 1}) + "\n" + json.dumps(record(2).to_json()) + "\n")
+    size = path.stat().st_size
+    with pytest.raises(KeyError):
+        output.PartWriter(tmp_path, "ds", 0)
+    assert path.stat().st_size == size
