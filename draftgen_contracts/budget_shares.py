@@ -133,7 +133,7 @@ IN_FLIGHT_SHARE = 0.25
 
 class Reach(enum.Enum):
     """How much of what is left a dataset may have in flight, cutting at the budget: as much as the
-    other datasets of the process leave it (`DatasetController.reach`)."""
+    other datasets of the process leave it (the generate scheduler's `reach`)."""
 
     INTERLEAVED = "interleaved"  # another dataset would take a free slot within its IN_FLIGHT_SHARE
     HOLDING = "holding"  # another would take one within what is left of its part

@@ -28,6 +28,10 @@ from draftgen_contracts.generate_config import CoordinationConfig, GenerateConfi
 from draftgen_contracts.generation_record import GenerationRecord, Timings
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
 from draftgen_contracts.states import DatasetState
+from jobrunner.config import DatasetConfig
+from jobrunner.generate.dataset_budget import DatasetBudget
+from jobrunner.generate.decode_clock import DecodeClock
+from jobrunner.output import OutputTotals
 
 
 class SpecBuilder:
@@ -235,3 +239,19 @@ def generation_record(dataset: str = "a", row: int = 0, prompt: list[int] | None
         finish_reason=finish, prompt_tokens=len(prompt), completion_tokens=len(response), prompt_class="short",
         sampling_params={"max_new_tokens": 64}, rid=f"r-{dataset}-{row}", timings=Timings(0.0, 0.1, 1000.0 + row))
     return dataclasses.replace(record, **fields)
+
+
+def dataset_budget(name: str = "a", budget_tokens: int = 1000, replicas: int = 2, replica: int = 1, cut: bool = True,
+                   made: int = 0, speed: float = 0.0, clock: DecodeClock | None = None, **fields: Any) -> DatasetBudget:
+    """Replica `replica` of `replicas` on a budget whose receiver is looked for at replica 0 (responses
+    of up to 1000 tokens), with `made` tokens written already and a decode clock (`clock`, or a new one)
+    that saw requests make `speed` tokens/s; `fields` go to DatasetBudget."""
+    clock = clock or DecodeClock(0.0, bin_s=0.05)
+    if speed:
+        clock.observe(0.0, 1.0, round(speed))
+    budget = DatasetBudget(DatasetConfig(name=name, path="unused.jsonl", budget_tokens=budget_tokens), OutputTotals(),
+                           clock, sample_cap=None, max_new_tokens=1000, replicas=replicas, replica=replica,
+                           cuts_at_budget=cut, **fields)
+    if made:
+        budget.totals.add_record(generation_record(name, 10_000, [1, 2, 3], [7] * made), 0)
+    return budget

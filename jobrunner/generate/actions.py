@@ -1,11 +1,14 @@
-"""What a dataset's controller asks the engine to do (jobrunner.generate.dataset_controller): the
-only way a budget decision reaches the server, the records or the timers."""
+"""What the scheduler orders the engine to do (jobrunner.generate.scheduler), most of it what a
+dataset's budget decided (jobrunner.generate.dataset_budget): the only way a decision reaches the
+server, the records or the timers. An `Order` names the dataset an action is for."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from draftgen_contracts.sglang_protocol import GenerateResult
+from jobrunner.prompts import Prompt
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Stop:
 
 @dataclass(frozen=True)
 class Tick:
-    """Call the controller's `tick` after `after_s` seconds, instead of any tick planned before;
+    """Call the dataset's `tick` after `after_s` seconds, instead of any tick planned before;
     None: no tick is due. The partial lengths grow with time, not only with events."""
 
     after_s: float | None
@@ -64,4 +67,40 @@ class StopCuttingAtBudget:
     every dataset of the process aborts at the budget from now on."""
 
 
-Action = Cut | Abort | Stop | Tick | Keep | LeaveForNextRun | StopCuttingAtBudget
+@dataclass(frozen=True)
+class SendAgain:
+    """These rows go to the server again, before the dataset's next fresh rows: their requests were
+    trimmed, or cut before they made anything (the scheduler queues them; it never reaches the engine)."""
+
+    prompts: tuple[Prompt, ...]
+
+
+@dataclass(frozen=True)
+class StartReading:
+    """The dataset's turn has come: read and tokenize its rows, and offer them to the scheduler."""
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send `prompt` under `rid`, asking for at most `max_new_tokens`; it waited `queued_s` for its turn."""
+
+    prompt: Prompt
+    rid: str
+    max_new_tokens: int
+    queued_s: float
+
+
+@dataclass(frozen=True)
+class WaitForServer:
+    """Requests keep failing after their retries: send nothing until the server is ready again."""
+
+    reason: str
+
+
+Action = (Cut | Abort | Stop | Tick | Keep | LeaveForNextRun | StopCuttingAtBudget | SendAgain | StartReading | Send
+          | WaitForServer)
+
+
+class Order(NamedTuple):
+    dataset: str  # the dataset's name; "" for the whole process (WaitForServer)
+    action: Action

@@ -1,5 +1,5 @@
-"""The dataset controller on a fake clock: every `now` is a number the test chooses, every action
-is what the engine would carry out."""
+"""A dataset's budget on a fake clock: every `now` is a number the test chooses, every action is
+what the scheduler would route."""
 
 import pytest
 
@@ -7,36 +7,18 @@ from draftgen_contracts.budget_shares import Reach, Spend
 from draftgen_contracts.generation_record import CutAtBudget
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
-from draftgen_dev.builders import dataset_progress, generation_record
-from jobrunner.config import DatasetConfig
-from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
-from jobrunner.generate.dataset_controller import (BudgetMode, DatasetController, loses_cut_outputs, peer_spend,
+from draftgen_dev.builders import dataset_budget, dataset_progress, generation_record
+from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, SendAgain, Stop, StopCuttingAtBudget, Tick
+from jobrunner.generate.dataset_budget import (BudgetMode, DatasetBudget, loses_cut_outputs, peer_spend,
                                                    replica_sample_cap,
                                                    still_settled, surplus)
-from jobrunner.generate.decode_clock import DecodeClock
-from jobrunner.output import OutputTotals
 from jobrunner.prompts import Prompt
 
-BUDGET = 1000
+BUDGET = 1000  # the builder's
 
 
-def controller(replicas: int = 2, replica: int = 1, cut: bool = True, made: int = 0, speed: float = 0.0,
-               **kwargs) -> DatasetController:
-    """Replica `replica` of `replicas` on a 1000-token budget whose receiver is looked for at replica 0,
-    with `made` tokens written already and a decode clock that saw requests make `speed` tokens/s."""
-    clock = DecodeClock(0.0, bin_s=0.05)
-    if speed:
-        clock.observe(0.0, 1.0, round(speed))
-    c = DatasetController(DatasetConfig(name="a", path="unused.jsonl", budget_tokens=BUDGET), OutputTotals(), clock,
-                          sample_cap=None, max_new_tokens=1000, replicas=replicas, replica=replica,
-                          cuts_at_budget=cut, **kwargs)
-    if made:
-        write(c, GenerateResult([7] * made, "stop", 3, made, "old"), row=10_000)
-    return c
-
-
-def write(c: DatasetController, result: GenerateResult, row: int, cut: bool = False) -> None:
-    """What the writer does to the totals the controller reads."""
+def write(c: DatasetBudget, result: GenerateResult, row: int, cut: bool = False) -> None:
+    """What the writer does to the totals the budget reads."""
     c.totals.add_record(generation_record(c.name, row, [1, 2, 3], result.output_ids, result.finish_reason,
                                           cut=CutAtBudget(result.completion_tokens) if cut else None), 0)
 
@@ -45,8 +27,8 @@ def prompt(row: int, **fields) -> Prompt:
     return Prompt(row, [1, 2, 3], "short", 1000, **fields)
 
 
-def answer(c: DatasetController, p: Prompt, rid: str, result: GenerateResult, e2e_s: float, now: float) -> list:
-    """The engine's path for an answer: the controller's verdict, a `Keep` written and reported back."""
+def answer(c: DatasetBudget, p: Prompt, rid: str, result: GenerateResult, e2e_s: float, now: float) -> list:
+    """The engine's path for an answer: the budget's verdict, a `Keep` written and reported back."""
     done = []
     for action in c.answered(p, rid, result, e2e_s, now):
         done.append(action)
@@ -64,17 +46,17 @@ def cuts(actions: list) -> list:
 
 
 def test_a_request_is_cut_when_the_clock_says_it_has_made_what_is_left():
-    c = controller(made=400, speed=100.0)  # 100 left of this replica's 500
+    c = dataset_budget(made=400, speed=100.0)  # 100 left of this replica's 500
     c.start(1.0)
     assert c.sent(prompt(1), "r1", now=1.0) == [Tick(1.0)]  # 100 tokens at 100 tokens/s
-    assert c.mode(1.5) == BudgetMode.HOLDING  # what is left is less than another piece
+    assert c.is_covered(1.5, Reach.FILLING)  # what is left is less than another piece
     assert c.tick(now=2.0) == [Tick(None), Cut(("r1",))]
-    assert c.mode(2.0) == BudgetMode.CUTTING and not c.may_send(2.0)
+    assert c.mode == BudgetMode.CUTTING and not c.may_send(2.0, Reach.FILLING)
     assert c.tick(now=2.5) == [Tick(None)]  # cut once: its answer is awaited
 
 
 def test_a_cut_answer_is_kept_up_to_what_was_left_and_the_share_settles():
-    c = controller(made=400, speed=100.0)
+    c = dataset_budget(made=400, speed=100.0)
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     c.tick(now=2.0)
@@ -82,36 +64,40 @@ def test_a_cut_answer_is_kept_up_to_what_was_left_and_the_share_settles():
     assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130, estimated=100)]
     assert c.own_tokens == 500 and c.remaining(2.0) == 0
     c.finished(1, "r1", now=2.0)
-    assert c.mode(2.0) == BudgetMode.SETTLED and c.progress(c.totals, 2.0).settled
+    assert c.mode == BudgetMode.SETTLED and c.progress(c.totals, 2.0).settled
 
 
 def test_a_cut_answer_that_keeps_nothing_writes_no_record_when_nothing_is_left():
-    c = controller(made=500, speed=100.0)  # its share is made: the request is cut as it is sent
+    c = dataset_budget(made=400, speed=100.0)
     c.start(1.0)
-    assert cuts(c.sent(prompt(1), "r1", now=1.0)) == [Cut(("r1",))]
+    c.sent(prompt(1), "r1", now=1.0)
+    write(c, GenerateResult([5] * 100, "stop", 3, 100, "other"), row=2)  # another response makes the share
+    assert cuts(c.tick(now=1.0)) == [Cut(("r1",))]
+    # Nothing is left: the row is not sent again either.
     assert answer(c, prompt(1), "r1", GenerateResult([5] * 30, "abort", 3, 30, "r1"), e2e_s=0.3, now=1.3) == []
-    assert c.own_tokens == 500 and c.next_requeued() is None
+    assert c.own_tokens == 500
 
 
 def test_a_clock_running_ahead_cuts_early_and_the_empty_answer_gives_its_row_back_and_slows_the_clock():
     # The clock says 100 tokens/s, so the request "has made" the 100 left after a second; the
     # server had made nothing yet. Its row is sent again, and the corrected clock plans no cut
     # a second later as it did (a clock never corrected by empty answers cut again and again).
-    c = controller(made=400, speed=100.0)
+    c = dataset_budget(made=400, speed=100.0)
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     assert cuts(c.tick(now=2.0)) == [Cut(("r1",))]
-    assert answer(c, prompt(1), "r1", GenerateResult([], "abort", 3, 0, "r1"), e2e_s=1.0, now=2.0) == []
+    answered = answer(c, prompt(1), "r1", GenerateResult([], "abort", 3, 0, "r1"), e2e_s=1.0, now=2.0)
+    assert answered == [SendAgain((prompt(1),))]
     c.finished(1, "r1", now=2.0)
-    again = c.next_requeued()
-    assert again == prompt(1) and c.mode(2.0) == BudgetMode.OPEN
+    again = prompt(1)
+    assert c.mode == BudgetMode.OPEN
     [tick] = c.sent(again, "r1-again", now=2.0)
     assert tick.after_s is None or tick.after_s > 5.0
     assert c.clock.rate() < 20.0
 
 
 def test_a_response_that_ends_past_what_is_left_before_the_cut_reaches_it_is_cut_too():
-    c = controller(made=400, speed=10.0)  # slow clock: the cut is planned for later than the answer
+    c = dataset_budget(made=400, speed=10.0)  # slow clock: the cut is planned for later than the answer
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     kept = answer(c, prompt(1), "r1", GenerateResult([5] * 250, "stop", 3, 250, "r1"), e2e_s=1.0, now=2.0)
@@ -119,34 +105,35 @@ def test_a_response_that_ends_past_what_is_left_before_the_cut_reaches_it_is_cut
 
 
 def test_a_cut_request_whose_output_the_server_lost_gives_its_row_back_and_cutting_goes_on():
-    c = controller(made=400, speed=100.0)
+    c = dataset_budget(made=400, speed=100.0)
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     c.tick(now=2.0)
     lost = GenerateResult([], "abort", 3, 0, "r1", output_lost=True)
-    assert answer(c, prompt(1), "r1", lost, e2e_s=1.0, now=2.0) == []
+    assert answer(c, prompt(1), "r1", lost, e2e_s=1.0, now=2.0) == [SendAgain((prompt(1),))]
     c.finished(1, "r1", now=2.0)
-    assert c.next_requeued() == prompt(1) and c.cuts_at_budget and c.mode(2.0) == BudgetMode.OPEN
+    assert c.cuts_at_budget and c.mode == BudgetMode.OPEN
 
 
 def test_a_server_that_loses_most_cut_outputs_turns_cutting_off():
     assert not loses_cut_outputs(1, 0) and not loses_cut_outputs(3, 3) and loses_cut_outputs(3, 2)
-    c = controller(made=400, speed=100.0)
+    c = dataset_budget(made=400, speed=100.0)
     c.start(1.0)
     lost = [GenerateResult([], "abort", 3, 0, f"r{i}", output_lost=True) for i in range(3)]
     for i, result in enumerate(lost):
         c.sent(prompt(i), result.rid, now=1.0)
     c.tick(now=2.0)
-    assert [answer(c, prompt(i), r.rid, r, e2e_s=1.0, now=2.0) for i, r in enumerate(lost)] == [[], [], []]
+    assert [answer(c, prompt(i), r.rid, r, e2e_s=1.0, now=2.0) for i, r in enumerate(lost)] == [
+        [SendAgain((prompt(i),))] for i in range(3)]
     # Judged once the whole cut is answered: its lost answers may come back before its others.
     assert [StopCuttingAtBudget() in c.finished(i, r.rid, now=2.0) for i, r in enumerate(lost)] == [False, False, True]
     assert not c.cuts_at_budget
-    c.stop_cutting_at_budget()  # the engine tells every dataset, this one too: nothing changes twice
+    c.stop_cutting_at_budget()  # the scheduler tells every dataset, this one too: nothing changes twice
     assert not c.cuts_at_budget and c.must_cut(2.0) is False
 
 
 def test_traces_are_kept_whole_past_the_budget():
-    c = controller(made=490)
+    c = dataset_budget(made=490)
     c.start(1.0)
     trace = prompt(1, response_ids=[5] * 50)
     c.sent(trace, "r1", now=1.0)
@@ -158,24 +145,24 @@ def test_traces_are_kept_whole_past_the_budget():
 
 
 def test_aborting_a_replica_that_cannot_fit_one_more_response_settles_at_its_start():
-    c = controller(cut=False, made=480)  # 20 left of its share; a response is expected at ~500
-    assert c.mode(0.0) == BudgetMode.PENDING
+    c = dataset_budget(cut=False, made=480)  # 20 left of its share; a response is expected at ~500
+    assert c.mode == BudgetMode.PENDING
     c.start(0.0)
-    assert c.mode(0.0) == BudgetMode.SETTLED and not c.may_send(0.0) and c.lets_the_next_start(0.0)
+    assert c.mode == BudgetMode.SETTLED and not c.may_send(0.0, Reach.FILLING) and c.is_covered(0.0, Reach.FILLING)
 
 
 def test_a_settled_replica_becomes_the_receiver_again_when_the_receivers_rows_run_out():
-    c = controller(cut=False, made=480)
+    c = dataset_budget(cut=False, made=480)
     c.start(0.0)
-    assert c.mode(0.0) == BudgetMode.SETTLED and not c.is_receiver()
+    assert c.mode == BudgetMode.SETTLED and not c.is_receiver()
     c.peers_reported({0: dataset_progress(300, state="Exhausted", budget_tokens=BUDGET)}, stopped=False, now=1.0)
-    assert c.is_receiver() and c.mode(1.0) == BudgetMode.OPEN
+    assert c.is_receiver() and c.mode == BudgetMode.OPEN
     assert c.remaining(1.0) == BUDGET - 480 - 300  # exact: the exhausted replica's tokens are final
-    assert c.may_send(1.0)
+    assert c.may_send(1.0, Reach.FILLING)
 
 
 def test_an_exhausted_receiver_hands_the_dataset_to_the_next_replica_only():
-    third = controller(replicas=3, replica=2, cut=False)
+    third = dataset_budget(replicas=3, replica=2, cut=False)
     third.start(0.0)
     exhausted = dataset_progress(300, state="Exhausted", budget_tokens=BUDGET)
     third.peers_reported({0: exhausted, 1: dataset_progress(100, budget_tokens=BUDGET)}, stopped=False, now=1.0)
@@ -186,26 +173,26 @@ def test_an_exhausted_receiver_hands_the_dataset_to_the_next_replica_only():
 
 def test_a_report_under_another_budget_keeps_no_replica_settled():
     old = dataset_progress(300, state="Exhausted", budget_tokens=BUDGET // 2)
-    c = controller(cut=False)
+    c = dataset_budget(cut=False)
     c.start(0.0)
     c.peers_reported({0: old}, stopped=False, now=1.0)
     assert not c.is_receiver() and c.tokens == 300
 
 
 def test_the_receiver_trims_what_the_others_in_flight_make_unnecessary_once_the_others_settled():
-    c = controller(replica=0, cut=False)
+    c = dataset_budget(replica=0, cut=False)
     c.start(0.0)
     c.peers_reported({1: dataset_progress(500, settled=True, budget_tokens=BUDGET)}, stopped=False, now=0.0)
     for row in (1, 2, 3):  # three expected at ~500 each for the 500 left
         c.sent(prompt(row), f"r{row}", now=0.0)
     c.skipped(3, "r3")  # answered already: its record is written, it is never sent again
     actions = c.finished(99, "r99", now=0.0)  # any event that moves the estimate
-    assert [a for a in actions if isinstance(a, Abort)] == [Abort(("r2",))]
-    assert c.next_requeued() == prompt(2) and set(c.requests) == {1, 3}
+    assert [a for a in actions if isinstance(a, (Abort, SendAgain))] == [Abort(("r2",)), SendAgain((prompt(2),))]
+    assert set(c.requests) == {1, 3}
 
 
 def test_no_replica_trims_before_every_other_settled():
-    c = controller(replica=0, cut=False)
+    c = dataset_budget(replica=0, cut=False)
     c.start(0.0)
     for row in (1, 2, 3):
         c.sent(prompt(row), f"r{row}", now=0.0)
@@ -216,19 +203,19 @@ def test_no_replica_trims_before_every_other_settled():
 
 
 def test_the_response_that_meets_the_budget_stops_the_dataset_with_everything_in_flight():
-    c = controller(replicas=1, replica=0, cut=False, made=900)
+    c = dataset_budget(replicas=1, replica=0, cut=False, made=900)
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0)
     c.sent(prompt(2), "r2", now=0.0)
     done = answer(c, prompt(1), "r1", GenerateResult([5] * 100, "stop", 3, 100, "r1"), e2e_s=1.0, now=1.0)
     # Both rids: the engine cancels what still runs (r1's Task is ending on its own).
     assert done[-1] == Stop(("r1", "r2"))
-    assert c.mode(1.0) == BudgetMode.STOPPED and not c.wants_more() and c.state() == DatasetState.BUDGET_MET
+    assert c.mode == BudgetMode.STOPPED and not c.wants_more() and c.state() == DatasetState.BUDGET_MET
     assert c.finished(2, "r2", now=1.0) == [] and c.stop() == []
 
 
 def test_an_external_stop_stops_a_started_dataset_and_only_once():
-    c = controller(cut=False)
+    c = dataset_budget(replicas=1, replica=0, cut=False)
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0)
     assert c.peers_reported({}, stopped=True, now=1.0)[0] == Stop(("r1",))
@@ -236,13 +223,13 @@ def test_an_external_stop_stops_a_started_dataset_and_only_once():
 
 
 def test_a_dataset_not_started_is_not_stopped_by_a_report_but_on_its_start():
-    c = controller(cut=False)
+    c = dataset_budget(cut=False)
     assert c.peers_reported({}, stopped=True, now=0.0) == [] and c.is_done()
     assert Stop(()) in c.start(1.0)
 
 
 def test_a_server_abort_of_its_own_leaves_the_row_for_the_next_run_unless_stopping():
-    c = controller(cut=False)
+    c = dataset_budget(replicas=1, replica=0, cut=False)
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0)
     aborted = GenerateResult([], "abort", 3, 0, "r1")
@@ -252,60 +239,21 @@ def test_a_server_abort_of_its_own_leaves_the_row_for_the_next_run_unless_stoppi
     assert c.answered(prompt(1), "r1", aborted, 1.0, 1.0) == []
 
 
-# ---- holding and the order of the datasets --------------------------------------------------------
-
-
-def test_a_dataset_holds_while_its_requests_in_flight_cover_its_share_and_lets_the_next_start():
-    c = controller(cut=True, made=0)
-    c.start(0.0)
-    assert c.mode(0.0) == BudgetMode.OPEN
-    c.sent(prompt(1), "r1", now=0.0)  # expected at ~500: this replica's 500
-    c.siblings = [c, controller(cut=True)]  # another dataset that may still take the slots: no filling
-    assert c.mode(0.0) == BudgetMode.HOLDING and c.lets_the_next_start(0.0) and not c.may_send(0.0)
-
-
-def test_a_dataset_keeps_a_share_of_what_is_left_in_flight_while_another_would_take_the_slots():
-    c = controller(replicas=1, replica=0, cut=True)  # 1000 to make, expected 500 a response
-    other = controller(replicas=1, replica=0, cut=True)
-    c.siblings = [c, other]
-    c.start(0.0)
-    assert c.reach(0.0) == Reach.INTERLEAVED and c.may_send(0.0)
-    c.sent(prompt(1), "r1", now=0.0)  # 500 expected in flight: past a quarter of 1000
-    assert not c.may_send(0.0) and c.lets_the_next_start(0.0)
-    other.start(0.0)
-    other.sent(prompt(1), "o1", now=0.0)  # the other dataset is covered within its share too ...
-    assert c.reach(0.0) == Reach.HOLDING and c.may_send(0.0)  # ... so the free slots are this one's, to 1000
-    c.sent(prompt(2), "r2", now=0.0)
-    assert not c.may_send(0.0)
-    other.stop()  # nothing else takes a slot: this one fills to the cut
-    assert c.reach(0.0) == Reach.FILLING and c.may_send(0.0)
-
-
-def test_a_dataset_alone_fills_its_slots():
-    c = controller(replicas=1, replica=0, cut=True)
-    c.start(0.0)
-    c.sent(prompt(1), "r1", now=0.0)
-    c.sent(prompt(2), "r2", now=0.0)  # expected at ~1000 together: the whole budget
-    assert c.reach(0.0) == Reach.FILLING and c.mode(0.0) == BudgetMode.OPEN and c.may_send(0.0)  # 256 each to make
-    other = controller(replicas=1, replica=0, cut=True)
-    c.siblings = [c, other]
-    assert c.reach(0.0) == Reach.INTERLEAVED and c.mode(0.0) == BudgetMode.HOLDING
-    other.stop()  # another dataset that takes no slot leaves them to this one again
-    assert c.reach(0.0) == Reach.FILLING and c.mode(0.0) == BudgetMode.OPEN
+# ---- the room a request is sent with ---------------------------------------------------------------
 
 
 def test_a_request_sent_near_the_end_carries_no_more_than_the_room_left():
-    c = controller(replicas=1, replica=0, cut=True, made=600, speed=100.0)  # 400 left
+    c = dataset_budget(replicas=1, replica=0, cut=True, made=600, speed=100.0)  # 400 left
     c.start(0.0)
     assert c.max_new_tokens(prompt(1), 0.0) == 400
     c.sent(prompt(1), "r1", now=0.0, max_new_tokens=400)
     assert c.max_new_tokens(prompt(2), 1.0) == 300  # r1 has made about 100 of the 400
-    aborting = controller(replicas=1, replica=0, cut=False, made=600)
+    aborting = dataset_budget(replicas=1, replica=0, cut=False, made=600)
     assert aborting.max_new_tokens(prompt(1), 0.0) == 1000  # only complete responses are kept: the class's limit
 
 
 def test_a_response_the_server_stopped_at_the_room_is_kept_as_cut_at_the_budget():
-    c = controller(replicas=1, replica=0, cut=True, made=600)
+    c = dataset_budget(replicas=1, replica=0, cut=True, made=600)
     c.start(0.0)
     c.sent(prompt(1), "r1", now=0.0, max_new_tokens=400)
     [keep] = c.answered(prompt(1), "r1", GenerateResult([5] * 400, "length", 10, 400, "r1"), 4.0, 4.0)
@@ -348,9 +296,9 @@ def test_sample_cap_shares_add_up():
     assert sum(replica_sample_cap(17, 4, r) for r in range(4)) == 17 and replica_sample_cap(None, 4, 0) is None
 
 
-def cut_on_end_ids(output_ids: list[int]) -> tuple[DatasetController, list]:
+def cut_on_end_ids(output_ids: list[int]) -> tuple[DatasetBudget, list]:
     """100 left of this replica's share, end id 2: one request cut, answering `output_ids`."""
-    c = controller(made=400, speed=100.0, end_ids=frozenset({2}))
+    c = dataset_budget(made=400, speed=100.0, end_ids=frozenset({2}))
     c.start(1.0)
     c.sent(prompt(1), "r1", now=1.0)
     c.tick(now=2.0)

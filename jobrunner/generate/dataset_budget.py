@@ -1,30 +1,31 @@
 """One dataset's budget in this generate process, as a state machine (docs/budgets.md).
 
-Events come in as method calls (the feed starts, a request is sent, answered, kept, finished, the
+Events come in as method calls (the dataset starts, a request is sent, answered, kept, finished, the
 other replicas report, a planned tick comes, the process stops), each with the `now` of the
-engine's clock; out come the actions the engine carries out (jobrunner.generate.actions). Nothing
-here does I/O or reads a clock: the writer's live counts are read, never written, and the decode
-clock is the one the engine feeds. The budget arithmetic is draftgen_contracts.budget and
-budget_shares; this module decides when to ask it what.
+engine's clock, and each is handled by a match on the mode the budget is in; out come the actions
+the scheduler routes (jobrunner.generate.actions). Nothing here does I/O or reads a clock: the
+writer's live counts are read, never written, and the decode clock is the one the engine feeds.
+Which request goes next, among the datasets and the class slots, is the scheduler's
+(jobrunner.generate.scheduler); the budget arithmetic is draftgen_contracts.budget and budget_shares;
+this module decides when to ask it what.
 
-    PENDING  its feed has not started
-    OPEN     sends whenever a slot is free
-    HOLDING  sends nothing for now: its requests in flight are expected to bring what this replica
-             may still add (the next dataset may start meanwhile)
+    PENDING  not started yet (the datasets start in order)
+    OPEN     sends when the scheduler offers a slot, unless the requests in flight are expected to
+             bring what this replica may still add within the reach it is given (`is_covered`, a
+             question of the moment: the partial lengths grow with time)
     CUTTING  its requests in flight were cut at the budget; nothing is sent until their answers are in
     SETTLED  this replica's share is made and nothing is in flight: the receiver makes the rest
     STOPPED  at the budget or the sample cap, stopped by the coordinator, or the process stops
 
-PENDING -start-> OPEN <-estimate-> HOLDING; OPEN or HOLDING -cut-> CUTTING -last cut answered-> OPEN;
-OPEN or HOLDING -settle-> SETTLED -the receiver's rows ran out elsewhere-> OPEN; any -stop-> STOPPED.
+PENDING -start-> OPEN (or SETTLED, as a restarted replica's predecessor left it); OPEN -cut-> CUTTING
+-last cut answered-> OPEN; OPEN -settle-> SETTLED -the receiver's rows ran out elsewhere-> OPEN;
+any -stop-> STOPPED.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from draftgen_contracts import budget, budget_shares
@@ -33,7 +34,8 @@ from draftgen_contracts.progress import DatasetProgress, DurableCounts
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
 from jobrunner.config import DatasetConfig, GenerateConfig
-from jobrunner.generate.actions import Abort, Action, Cut, Keep, LeaveForNextRun, Stop, StopCuttingAtBudget, Tick
+from jobrunner.generate.actions import (Abort, Action, Cut, Keep, LeaveForNextRun, SendAgain, Stop,
+                                       StopCuttingAtBudget, Tick)
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.end_tokens import ends_complete, request_end_ids
 from jobrunner.generate.length_model import LengthModel
@@ -47,7 +49,6 @@ log = logging.getLogger("jobrunner.generate")
 class BudgetMode(enum.Enum):
     PENDING = "pending"
     OPEN = "open"
-    HOLDING = "holding"
     CUTTING = "cutting"
     SETTLED = "settled"
     STOPPED = "stopped"
@@ -117,7 +118,7 @@ class Request:
     rid: str
     prompt: Prompt
     sent_at: float
-    max_new_tokens: int  # what it was sent with (DatasetController.max_new_tokens)
+    max_new_tokens: int  # what it was sent with (DatasetBudget.max_new_tokens)
     answered: bool = False  # its outcome is in (kept, skipped, failed): nothing left to cancel or cut
     estimated_at_cut: int | None = None  # what the decode clock said it had made when it was cut
 
@@ -127,7 +128,7 @@ class Request:
                 and result.completion_tokens >= self.max_new_tokens)
 
 
-class DatasetController:
+class DatasetBudget:
     def __init__(self, config: DatasetConfig, totals: OutputTotals, clock: DecodeClock, *, sample_cap: int | None,
                  max_new_tokens: int, replicas: int = 1, replica: int = 0, first_receiver: int = 0,
                  cuts_at_budget: bool = False, settled: bool = False,
@@ -141,22 +142,18 @@ class DatasetController:
         self.first_receiver = first_receiver  # budget_shares.first_receiver of the dataset
         # The requests in flight at the budget are cut, not aborted (budget_shares.AT_BUDGET).
         self.cuts_at_budget = cuts_at_budget
-        self.settled = settled  # this replica sends no more for the dataset (budget_shares.settles)
+        self.mode = BudgetMode.PENDING
+        # A restarted replica's predecessor had settled under this budget: it starts SETTLED.
+        self.settled_before = settled
+        self.has_started = False  # it left PENDING by its start, not by a stop (a report then says Generating)
         self.end_ids = end_ids  # the ids a response of the dataset ends at (jobrunner.generate.end_tokens)
         self.elsewhere = elsewhere or {}  # the other parts on disk at the start
-        self.siblings: Sequence[DatasetController] = (self,)  # every dataset of the process (read only)
         self.requests: dict[int, Request] = {}  # in flight, by row
         self.cuts_unanswered: set[str] = set()  # rids cut at the budget whose calls have not ended
         self.peers: dict[int, Spend] = {}  # the other replicas' last reports
         self.stopped_externally = False
-        self.started = False
-        self.rows_exhausted = False
-        self.stopped = False
         self.cut_outputs_lost = 0  # answers to cuts without their output (an error instead)
         self.cut_outputs_kept = 0  # answers to cuts with it
-        self.requeued: deque[Prompt] = deque()  # rows whose requests were trimmed or cut empty, to send again
-        self.waiting_for_class: str | None = None  # the class the feed's next prompt waits for
-        self.classes_sent: set[str] = set()
         self.transient_failures = 0
         self.rate = RateMeter()
         self.lengths = LengthModel(max_new_tokens)
@@ -167,8 +164,8 @@ class DatasetController:
     @classmethod
     def for_dataset(cls, config: GenerateConfig, index: int, totals: OutputTotals, clock: DecodeClock,
                     previous: DatasetProgress | None, elsewhere: dict[int, DurableCounts],
-                    model_end_ids: frozenset[int] = frozenset()) -> DatasetController:
-        """The controller of the run's `index`-th dataset, resumed from the writer's totals and this
+                    model_end_ids: frozenset[int] = frozenset()) -> DatasetBudget:
+        """The budget of the run's `index`-th dataset, resumed from the writer's totals and this
         replica's last report."""
         d = config.datasets[index]
         largest_max_new = max(c.max_new_tokens for c in config.prompt_classes)
@@ -196,34 +193,40 @@ class DatasetController:
         """Tokens counted against the budget: own written ones plus the other replicas' published ones."""
         return self.own_tokens + sum(p.tokens for p in self.peers.values())
 
+    @property
+    def settled(self) -> bool:
+        """This replica sends no more for the dataset (budget_shares.settles), or will not once started."""
+        return self.mode is BudgetMode.SETTLED or (self.mode is BudgetMode.PENDING and self.settled_before)
+
+    @property
+    def stopped(self) -> bool:
+        return self.mode is BudgetMode.STOPPED
+
     def in_flight(self) -> int:
         return len(self.requests)
-
-    def mode(self, now: float) -> BudgetMode:
-        if self.stopped:
-            return BudgetMode.STOPPED
-        if not self.started:
-            return BudgetMode.PENDING
-        if self.settled:
-            return BudgetMode.SETTLED
-        if self.cuts_unanswered:
-            return BudgetMode.CUTTING
-        return BudgetMode.HOLDING if self.is_covered(now) else BudgetMode.OPEN
 
     # ---- events -------------------------------------------------------------------------------
 
     def start(self, now: float) -> list[Action]:
-        """The feed starts: a share smaller than one response settles before sending anything. A
-        dataset done since the engine looked (the peers' reports came in meanwhile) stops."""
-        self.started = True
-        actions = self._rebalance(now)
-        return actions + self.stop() if self.is_done() else actions
+        """The dataset's turn: a share smaller than one response settles before sending anything. A
+        dataset done since the scheduler looked (the peers' reports came in meanwhile) stops."""
+        match self.mode:
+            case BudgetMode.PENDING:
+                self.has_started = True
+                self.mode = BudgetMode.SETTLED if self.settled_before else BudgetMode.OPEN
+                actions = self._rebalance(now)
+                return actions + self.stop() if self.is_done() else actions
+            case _:
+                return []
 
     def sent(self, prompt: Prompt, rid: str, now: float, max_new_tokens: int | None = None) -> list[Action]:
-        self.requests[prompt.row] = Request(rid, prompt, now, max_new_tokens or prompt.max_new_tokens)
-        self.classes_sent.add(prompt.prompt_class)
-        self._changed()
-        return self._plan_cut(now)
+        match self.mode:
+            case BudgetMode.OPEN:
+                self.requests[prompt.row] = Request(rid, prompt, now, max_new_tokens or prompt.max_new_tokens)
+                self._changed()
+                return self._plan_cut(now)
+            case mode:
+                raise RuntimeError(f"{self.name}: a request sent while {mode.value}")
 
     def answered(self, prompt: Prompt, rid: str, result: GenerateResult, e2e_s: float, now: float) -> list[Action]:
         """The server answered a request (or a trace was read): what to keep of it."""
@@ -271,43 +274,46 @@ class DatasetController:
         request = self.requests.get(row)
         if request is not None and request.rid == rid:
             del self.requests[row]
-        cut_answered = rid in self.cuts_unanswered
         self.cuts_unanswered.discard(rid)
-        oldest = min((r.sent_at for d in self.siblings for r in d.requests.values()), default=now)
-        self.clock.forget_before(oldest)
         self._changed()
-        judged = self._judge_the_cut() if cut_answered and not self.cuts_unanswered else []
-        return judged + self._rebalance(now)
+        match self.mode:
+            case BudgetMode.CUTTING if not self.cuts_unanswered:
+                self.mode = BudgetMode.OPEN
+                return self._judge_the_cut() + self._rebalance(now)
+            case _:
+                return self._rebalance(now)
 
     def peers_reported(self, reports: dict[int, DatasetProgress], stopped: bool, now: float) -> list[Action]:
         """The coordinator's view, read once per refresh: the other replicas' last reports on this
-        dataset and whether it was declared done elsewhere."""
+        dataset and whether it was declared done elsewhere. A dataset not started yet stops on its start."""
         self.peers = {r: peer_spend(p, self.budget_tokens) for r, p in reports.items()}
         self.stopped_externally = stopped
         self._changed()
-        actions = self.stop() if self.started and self.is_done() else []
-        return actions + self._rebalance(now)
+        match self.mode:
+            case BudgetMode.PENDING:
+                return []
+            case _ if self.is_done():
+                return self.stop()
+            case _:
+                return self._rebalance(now)
 
     def tick(self, now: float) -> list[Action]:
         """A planned tick: the requests in flight should have made what remains by now."""
         self._changed()  # the estimate's partial lengths have grown
-        return self._plan_cut(now)
+        match self.mode:
+            case BudgetMode.OPEN:
+                return self._plan_cut(now)
+            case _:
+                return [Tick(None)]
 
     def stop(self) -> list[Action]:
         """No more dispatch for the dataset, every request of it aborted; for good."""
-        if self.stopped:
-            return []
-        self.stopped = True
-        return [Stop(tuple(r.rid for r in self.requests.values()))]
-
-    def rows_ran_out(self) -> None:
-        self.rows_exhausted = True
-
-    def waits_for_class(self, prompt_class: str | None) -> None:
-        self.waiting_for_class = prompt_class
-
-    def next_requeued(self) -> Prompt | None:
-        return self.requeued.popleft() if self.requeued else None
+        match self.mode:
+            case BudgetMode.STOPPED:
+                return []
+            case _:
+                self.mode = BudgetMode.STOPPED
+                return [Stop(tuple(r.rid for r in self.requests.values()))]
 
     def stop_cutting_at_budget(self) -> None:
         """The server loses the output of aborted requests (StopCuttingAtBudget): abort at the budget."""
@@ -352,7 +358,7 @@ class DatasetController:
             self._estimate_key = key
         return self._estimate
 
-    # ---- decisions ----------------------------------------------------------------------------
+    # ---- what the scheduler asks ----------------------------------------------------------------
 
     def max_new_tokens(self, prompt: Prompt, now: float) -> int:
         """What a request about to be sent may make: its class's limit and, cutting at the budget,
@@ -363,68 +369,44 @@ class DatasetController:
             return prompt.max_new_tokens
         return max(1, min(prompt.max_new_tokens, self.room(now)))
 
-    def may_send(self, now: float) -> bool:
-        """Whether a prompt of the dataset may go now, its class slot granted."""
+    def may_send(self, now: float, reach: Reach) -> bool:
+        """Whether a prompt of the dataset may go now within `reach`, its class slot granted."""
         if self.config.concurrency is not None and len(self.requests) >= self.config.concurrency:
             return False
-        return not self.stopped and not self.cuts_unanswered and budget.should_dispatch(
-            self.budget_tokens, self.tokens, self.sample_cap, self.totals.records, len(self.requests),
-            self.stopped_externally) and not self.is_covered(now)
+        match self.mode:
+            case BudgetMode.OPEN:
+                return budget.should_dispatch(self.budget_tokens, self.tokens, self.sample_cap, self.totals.records,
+                                              len(self.requests), self.stopped_externally) and not self.is_covered(
+                    now, reach)
+            case _:
+                return False
 
-    def is_covered(self, now: float, reach: Reach | None = None) -> bool:
+    def is_covered(self, now: float, reach: Reach) -> bool:
         """Whether this replica should send no more for the dataset for now: settled, or the
-        requests in flight are expected to bring all it may still add within its `reach` (by
-        default as far as the other datasets leave it). The next dataset may then start."""
+        requests in flight are expected to bring all it may still add within `reach` (how far the
+        other datasets leave it: the scheduler's `reach`). The next dataset may then start."""
         if self.settled:
             return True
         exact = budget_shares.aims_exactly(self.is_receiver(), self.others_settled())
         return not budget_shares.wants_another(exact, self.remaining(now), self.estimate(now).outlook,
-                                               cut=self.cuts_at_budget, reach=reach or self.reach(now))
-
-    def lets_the_next_start(self, now: float) -> bool:
-        """Whether the next dataset may start before this one's feed ends: out of rows, or covered."""
-        return self.rows_exhausted or self.is_covered(now)
-
-    def may_take_slots(self, now: float, reach: Reach = Reach.HOLDING) -> bool:
-        """Whether the dataset would send a request now within `reach` if a slot were free: a slot
-        held back by another dataset can go to it (one that is itself holding back takes nothing)."""
-        return self.may_still_send() and not self.is_covered(now, reach)
+                                               cut=self.cuts_at_budget, reach=reach)
 
     def may_still_send(self) -> bool:
-        return not (self.stopped or self.settled or self.rows_exhausted or self.is_done())
+        """Whether the dataset may send again in this process (not stopped, settled or done)."""
+        return not (self.stopped or self.settled or self.is_done())
 
     def room(self, now: float) -> int:
         """What this replica may still add that no request in flight has made yet (budget_shares.room)."""
         return budget_shares.room(self.remaining(now), self.estimate(now).outlook)
 
-    def reach(self, now: float) -> Reach:
-        """How far the dataset may fill the slots, cutting at the budget: within its share of what
-        is left while another dataset of the process would take a free slot within its own, to
-        what is left while another would take one at all, and to the cut when none would (one
-        that has sent nothing yet may take a slot of any class). So the datasets interleave, and
-        only the process's very end fills every slot with one dataset."""
-        if not self.cuts_at_budget:
-            return Reach.HOLDING  # aborting at the budget, the reach is not used
-        others = [d for d in self.siblings if d is not self
-                  and (not d.classes_sent or d.classes_sent & self.classes_sent)]
-        room = self.room(now)
-        for reach, further in ((Reach.INTERLEAVED, Reach.HOLDING), (Reach.HOLDING, Reach.FILLING)):
-            # Another dataset takes a free slot within this reach, or, every other one covered,
-            # one with more room would take it further: that one goes first, its requests have
-            # the most time to end on their own before its cut.
-            if any(d.may_take_slots(now, reach) or (d.room(now) > room and d.may_take_slots(now, further))
-                   for d in others):
-                return reach
-        return Reach.FILLING
-
     def must_cut(self, now: float) -> bool:
         """Cutting at the budget: whether the requests in flight have made what this replica may
         add (budget_shares.cuts_now)."""
-        return (self.cuts_at_budget and not self.cuts_unanswered and not self.stopped
+        return (self.mode is BudgetMode.OPEN and self.cuts_at_budget
                 and budget_shares.cuts_now(self.remaining(now), self.estimate(now).outlook))
 
     def seconds_until_cut(self, now: float) -> float | None:
-        if not self.cuts_at_budget or self.cuts_unanswered or self.stopped:
+        if self.mode is not BudgetMode.OPEN or not self.cuts_at_budget:
             return None
         return budget_shares.seconds_to_cut(self.remaining(now), self.estimate(now).outlook, self.clock.rate())
 
@@ -446,25 +428,22 @@ class DatasetController:
             self.is_receiver(), self.remaining(now), len(self.requests), self.estimate(now).outlook,
             self.cuts_at_budget)
 
-    def finishes_for_the_others(self) -> bool:
-        """Settled, and now the receiver: every replica before it ran out of rows."""
-        return self.settled and self.is_receiver()
-
     # ---- reports ------------------------------------------------------------------------------
 
-    def state(self) -> str:
-        exhausted = (self.rows_exhausted and not self.requests and not self.requeued
-                     and self.transient_failures == 0)
+    def state(self, rows_used: bool = False) -> str:
+        """The dataset's state for the reports; `rows_used`: every row was read and sent (the scheduler's)."""
+        exhausted = rows_used and not self.requests and self.transient_failures == 0
         return budget.dataset_state(self.budget_tokens, self.tokens, self.sample_cap, self.totals.records,
-                                    started=self.started, exhausted=exhausted, stopped=self.stopped_externally)
+                                    started=self.has_started, exhausted=exhausted,
+                                    stopped=self.stopped_externally)
 
-    def progress(self, durable: OutputTotals, now: float) -> DatasetProgress:
+    def progress(self, durable: OutputTotals, now: float, rows_used: bool = False) -> DatasetProgress:
         """Published totals: the durable ones only (`durable`, the writer's last sync)."""
         rate = self.rate.rate(now)
         return DatasetProgress(
-            **durable.counts().model_dump(), state=self.state(), skipped_by_reason=dict(durable.skipped_by_reason),
-            budget_tokens=self.budget_tokens, tokens_per_second=round(rate, 1),
-            eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
+            **durable.counts().model_dump(), state=self.state(rows_used),
+            skipped_by_reason=dict(durable.skipped_by_reason), budget_tokens=self.budget_tokens,
+            tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
             in_flight=len(self.requests), settled=self.settled and not self.requests, elsewhere=self.elsewhere)
 
     # ---- transitions --------------------------------------------------------------------------
@@ -505,13 +484,12 @@ class DatasetController:
             # otherwise cut again and again on answers that keep nothing.
             self.clock.observe(now - e2e_s, now, result.completion_tokens)
             self._changed()
-        if room > 0:
-            self.requeued.append(prompt)
-        return []
+        return [SendAgain((prompt,))] if room > 0 else []
 
     def _judge_the_cut(self) -> list[Action]:
         """Every answer of a cut is in: whether the server loses cut outputs as a rule, judged on
-        whole cuts (a cut's lost answers may come back before its others)."""
+        whole cuts (a cut's lost answers may come back before its others). The scheduler turns
+        cutting off for the other datasets of the process too."""
         if self.cuts_at_budget and loses_cut_outputs(self.cut_outputs_lost, self.cut_outputs_kept):
             self.stop_cutting_at_budget()
             return [StopCuttingAtBudget()]
@@ -521,23 +499,27 @@ class DatasetController:
         """After anything that moves the estimate or the shares: abort the requests the others in
         flight make unnecessary (their rows are sent again if the rest fall short), settle when this
         replica's share is made or open again as the receiver (budget_shares), and plan the cut."""
-        if self.stopped or not self.started:
+        if self.mode in (BudgetMode.PENDING, BudgetMode.STOPPED):
             return []
-        actions: list[Action] = []
-        rows = self.rows_to_trim(now)
-        if rows:
-            trimmed = [self.requests.pop(row) for row in rows]
-            self.requeued.extendleft(reversed([r.prompt for r in trimmed]))
-            self._changed()
-            actions.append(Abort(tuple(r.rid for r in trimmed)))
-            log.info("%s: %d requests in flight no longer needed, aborted", self.name, len(trimmed))
-        if self.finishes_for_the_others():
-            self.settled = False
-            log.info("%s: finishing the dataset for the replicas out of rows", self.name)
-        elif self.settles(now):
-            self.settled = True
-            log.info("%s: share made (%d tokens); the receiver makes the rest", self.name, self.own_tokens)
+        actions = self._trim(now)
+        match self.mode:
+            case BudgetMode.SETTLED if self.is_receiver():
+                # Every replica before it ran out of rows: it finishes the dataset for them.
+                self.mode = BudgetMode.OPEN
+                log.info("%s: finishing the dataset for the replicas out of rows", self.name)
+            case BudgetMode.OPEN | BudgetMode.CUTTING if self.settles(now):
+                self.mode = BudgetMode.SETTLED
+                log.info("%s: share made (%d tokens); the receiver makes the rest", self.name, self.own_tokens)
         return actions + self._plan_cut(now)
+
+    def _trim(self, now: float) -> list[Action]:
+        rows = self.rows_to_trim(now)
+        if not rows:
+            return []
+        trimmed = [self.requests.pop(row) for row in rows]
+        self._changed()
+        log.info("%s: %d requests in flight no longer needed, aborted", self.name, len(trimmed))
+        return [Abort(tuple(r.rid for r in trimmed)), SendAgain(tuple(r.prompt for r in trimmed))]
 
     def _plan_cut(self, now: float) -> list[Action]:
         """Cut now if the requests in flight have made what remains, else look again when they
@@ -555,7 +537,7 @@ class DatasetController:
             r.estimated_at_cut = round(min(r.max_new_tokens, self.clock.generated(r.sent_at, now)))
         rids = tuple(r.rid for r in cut)
         self.cuts_unanswered.update(rids)
-        log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add; %s)",
-                 self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now),
-                 self.reach(now).value)
+        self.mode = BudgetMode.CUTTING
+        log.info("%s: cutting %d requests in flight at %d tokens (about %d made by them, %d to add)",
+                 self.name, len(rids), self.own_tokens, self.estimate(now).outlook.partial, self.remaining(now))
         return [Cut(rids)]
