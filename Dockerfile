@@ -33,6 +33,7 @@ RUN python3 -m venv "$VIRTUAL_ENV" \
     esac
 COPY pyproject.toml README.md ./src/
 COPY draftgen_contracts ./src/draftgen_contracts
+COPY draftgen_simulator ./src/draftgen_simulator
 COPY draftgen ./src/draftgen
 COPY jobrunner ./src/jobrunner
 COPY draftgen_operator ./src/draftgen_operator

@@ -31,8 +31,10 @@ from pathlib import Path
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.builders import generation_record
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus, merge
-from jobrunner.extract import extract
+from jobrunner import corpus
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
+from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.output import PartWriter
@@ -65,7 +67,7 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="extract-bench-"))
     try:
         write_corpus(base, args.samples, args.scale)
-        merge.merge(base, base / "corpus", merge.MergeSettings(eval_fraction=0.0), log=lambda *_: None)
+        merge_corpus(base, base / "corpus", MergeSettings(eval_fraction=0.0), log=lambda *_: None)
         model = build_tiny_llama(base / "model", vocab_size=1024, num_layers=8, hidden=args.hidden)
         window = 2048
         run = ExtractionSettings(splits=("train",), max_batch_tokens=args.max_batch_tokens,

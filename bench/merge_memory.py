@@ -22,14 +22,15 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from jobrunner import merge
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
 from jobrunner.output import iter_records, record_files
 mode, root, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t = time.perf_counter()
 if mode == "read":
     n = sum(1 for p in record_files(root) for _ in iter_records(p))
 else:
-    n = merge.merge(root, root + "/corpus", merge.MergeSettings(memory_limit_mb=limit), log=lambda *_: None)["samples"]
+    n = merge_corpus(root, root + "/corpus", MergeSettings(memory_limit_mb=limit), log=lambda *_: None)["samples"]
 print(json.dumps({"seconds": time.perf_counter() - t, "records": n,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

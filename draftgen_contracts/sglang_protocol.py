@@ -8,7 +8,7 @@
 - a response's parsing, with `completion_tokens == len(output_ids)` enforced
   (docs/sglang.md#the-response).
 
-The client (jobrunner.sglang) and the simulator (jobrunner.simulate) both use this module.
+The client (jobrunner.sglang) and the simulator (draftgen_simulator) both use this module.
 """
 
 from __future__ import annotations

@@ -17,13 +17,13 @@ COMMANDS = {
     "preflight": ("jobrunner.preflight.cli", "check a run on the CPU before any GPU: model, tokenizer, datasets"),
     "generate": ("jobrunner.generate.cli", "generate responses through SGLang /generate within token budgets"),
     "stats": ("jobrunner.stats_table", "render per-dataset statistics as a table and PNG histograms"),
-    "merge": ("jobrunner.merge", "merge every dataset's output into one shuffled, split, sharded corpus"),
-    "extract": ("jobrunner.extract", "extract the target model's EAGLE-3 hidden states over the corpus"),
+    "merge": ("jobrunner.merge.cli", "merge every dataset's output into one shuffled, split, sharded corpus"),
+    "extract": ("jobrunner.hidden_states.cli", "extract the target model's EAGLE-3 hidden states over the corpus"),
     "copy-code": ("jobrunner.copy_code", "copy jobrunner's packages for another image's Python (SGLang extraction)"),
     "validate": ("jobrunner.validate", "check a corpus and its hidden states: ids, lengths, masks, values, samples"),
     "resolve-leader": ("jobrunner.group.leader_address", "write a multi-node replica's leader IP (an init container)"),
     "rank": ("jobrunner.group.rank", "a multi-node replica pod's main container: generate on rank 0, follow on others"),
-    "simulate": ("jobrunner.simulate.cli", "run the SGLang simulator (tests, demos, benchmarks)"),
+    "simulate": ("draftgen_simulator.cli", "run the SGLang simulator (tests, demos, benchmarks)"),
 }
 
 

@@ -61,8 +61,8 @@ def simulator():
     """`simulator(**SimConfig fields)` -> a started SGLang simulator on a free 127.0.0.1 port, in a
     thread of its own (`.base_url`, `.stats`, `.stop()`), so sync and async tests use it alike;
     `faults=` takes a dict. Every simulator a test started is stopped after it."""
-    from jobrunner.simulate.config import FaultRates, SimConfig
-    from jobrunner.simulate.server import run_in_thread
+    from draftgen_simulator.config import FaultRates, SimConfig
+    from draftgen_simulator.server import run_in_thread
 
     started = []
 

@@ -31,7 +31,7 @@ from draftgen.reconcile import decide
 from draftgen_contracts import names
 from draftgen_contracts.states import Stage
 from draftgen_dev.builders import SpecBuilder
-from jobrunner import merge
+from jobrunner.merge import decisions
 from array import array
 
 spec = (SpecBuilder("run").replicas(3).dataset("code", budget=5000).dataset("math", budget=7000, sampleCap=40)
@@ -46,8 +46,8 @@ print(json.dumps({
     "status": generating.status.model_dump(mode="json", by_alias=True),
     "spec_digest": spec_digest(spec),
     "output_lock": names.output_lock_name(spec.output.claim_name, plan.output_root("run", spec)),
-    "shuffle_keys": [merge.content_key(array("i", [1, 2, row]), array("i", [row, 5]), 7).hex() for row in range(50)],
-    "eval_split": [merge.is_eval(sample_id, 7, 0.3) for sample_id in ids],
+    "shuffle_keys": [decisions.content_key(array("i", [1, 2, row]), array("i", [row, 5]), 7).hex() for row in range(50)],
+    "eval_split": [decisions.is_eval(sample_id, 7, 0.3) for sample_id in ids],
 }, sort_keys=True))
 """
 

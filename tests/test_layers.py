@@ -1,10 +1,13 @@
 """The layering: contracts at the bottom, every layer importing only those below it.
 
-    draftgen_contracts  <  jobrunner  <  draftgen  <  draftgen_operator  <  draftgen_dev (development only)
+    draftgen_contracts  <  draftgen_simulator  <  jobrunner  <  draftgen  <  draftgen_operator  <  draftgen_dev
+                                                                                          (development only)
 
 Every import counts, the lazy ones inside functions too, and every string that names a module (a
 command table's "draftgen_operator.main"). Beyond the order:
 - the contracts import no HTTP or Kubernetes library (they hold the wire formats, not the wires);
+- the SGLang simulator stands apart from the product's stages: it imports only the contracts, and
+  jobrunner names it only in its command table (`jobrunner simulate`), never imports it;
 - draftgen's pure core (API, plan, fold, policies, reconcile) imports nothing of jobrunner: only its
   local executor (`draftgen run`) and its command line start jobrunner's programs;
 - nothing in the product imports the development package or the tests, and neither does bench/.
@@ -21,8 +24,9 @@ import pytest
 
 from tests.conftest import REPO
 
-LAYERS = ["draftgen_contracts", "jobrunner", "draftgen", "draftgen_operator", "draftgen_dev"]
-SOURCES = {"draftgen_contracts": REPO / "draftgen_contracts", "jobrunner": REPO / "jobrunner",
+LAYERS = ["draftgen_contracts", "draftgen_simulator", "jobrunner", "draftgen", "draftgen_operator", "draftgen_dev"]
+SOURCES = {"draftgen_contracts": REPO / "draftgen_contracts", "draftgen_simulator": REPO / "draftgen_simulator",
+           "jobrunner": REPO / "jobrunner",
            "draftgen": REPO / "draftgen", "draftgen_operator": REPO / "draftgen_operator",
            "draftgen_dev": REPO / "devtools" / "draftgen_dev"}
 NO_WIRES = {"aiohttp", "httpx", "kubernetes", "kopf", "requests", "urllib3"}
@@ -30,8 +34,10 @@ NO_WIRES = {"aiohttp", "httpx", "kubernetes", "kopf", "requests", "urllib3"}
 DRAFTGEN_STARTS_JOBRUNNER = ("draftgen.local.",)
 # A string that names a module of the layers ("draftgen_operator.main", as a dispatcher's table does):
 # a link the imports do not show, held to the same order.
-MODULE_STRING = re.compile(r"^(draftgen_contracts|jobrunner|draftgen|draftgen_operator|draftgen_dev)"
-                           r"(\.[a-z_][a-z0-9_]*)+$|^(draftgen_contracts|draftgen_operator|draftgen_dev)$")
+MODULE_STRING = re.compile(r"^(draftgen_contracts|draftgen_simulator|jobrunner|draftgen|draftgen_operator|draftgen_dev)"
+                           r"(\.[a-z_][a-z0-9_]*)+$|^(draftgen_contracts|draftgen_simulator|draftgen_operator|draftgen_dev)$")
+# The one place jobrunner names the simulator: its command table.
+JOBRUNNER_NAMES_SIMULATOR = ("jobrunner.cli",)
 
 
 def module_name(package: str, path: Path) -> str:
@@ -91,9 +97,13 @@ def problems_of(package: str, path: Path) -> list[str]:
             problems.append(f"{module} imports {imported}: the contracts hold no HTTP or Kubernetes client")
         if package == "draftgen" and root == "jobrunner" and not module.startswith(DRAFTGEN_STARTS_JOBRUNNER):
             problems.append(f"{module} imports {imported}: draftgen's core must not depend on jobrunner")
+        if package == "jobrunner" and root == "draftgen_simulator":
+            problems.append(f"{module} imports {imported}: the product's stages never import the simulator")
     for named in sorted(named_modules(path)):
         if LAYERS.index(top(named)) > LAYERS.index(package):
             problems.append(f"{module} names {named} in a string, a higher layer")
+        if package == "jobrunner" and top(named) == "draftgen_simulator" and module not in JOBRUNNER_NAMES_SIMULATOR:
+            problems.append(f"{module} names {named}: only the command table names the simulator")
     return problems
 
 
@@ -127,6 +137,10 @@ def test_bench_has_no_import_circle():
     ("from ..plan import x\n", "draftgen_operator.apply", ""),
     ("COMMANDS = {'operator': ('draftgen_operator.main', 'run it')}\n", "draftgen.cli", "names draftgen_operator.main"),
     ("LOG = 'jobrunner.generate'\nWORD = 'draftgen'\n", "jobrunner.cli", ""),
+    ("from jobrunner.output import record_files\n", "draftgen_simulator.server", "a higher layer"),
+    ("from draftgen_simulator.config import SimConfig\n", "jobrunner.generate.engine", "never import the simulator"),
+    ("RUN = 'draftgen_simulator.cli'\n", "jobrunner.generate.run", "only the command table"),
+    ("COMMANDS = {'simulate': ('draftgen_simulator.cli', 'run it')}\n", "jobrunner.cli", ""),
 ])
 def test_the_check_finds_a_back_import(tmp_path, source, module, expected):
     package = top(module)

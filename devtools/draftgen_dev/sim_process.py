@@ -15,8 +15,8 @@ import time
 
 
 def _child(config_kwargs: dict, sample_s: float, conn) -> None:
-    from jobrunner.simulate.config import FaultRates, SimConfig
-    from jobrunner.simulate.server import run_in_thread
+    from draftgen_simulator.config import FaultRates, SimConfig
+    from draftgen_simulator.server import run_in_thread
 
     if "faults" in config_kwargs:
         config_kwargs["faults"] = FaultRates(**config_kwargs["faults"])

@@ -46,10 +46,11 @@ def synthetic_generation(root, datasets=("code", "math"), rows=60, replicas=2, s
 
 def merged_corpus(root, rows: int, eval_fraction: float = 0.2, shard_records: int = 25):
     """synthetic_generation's output under `root`, merged into `root`/corpus (returned)."""
-    from jobrunner import merge
+    from jobrunner.merge.run import merge_corpus
+    from jobrunner.merge.settings import MergeSettings
 
     synthetic_generation(root, rows=rows)
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=eval_fraction, shard_records=shard_records),
+    merge_corpus(root, root / "corpus", MergeSettings(eval_fraction=eval_fraction, shard_records=shard_records),
                 log=lambda *_: None)
     return root / "corpus"
 

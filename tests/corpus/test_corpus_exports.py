@@ -10,7 +10,7 @@ import torch
 from draftgen_contracts.hidden_state_layout import export_bytes
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus, exports
-from jobrunner.extract import extract
+from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.store import load_sample
 from tests.corpus.conftest import merged_corpus

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from draftgen_dev.tiny_model import build_tiny_tokenizer
-from jobrunner import corpus, merge
+from jobrunner import corpus
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
 from tests.corpus.conftest import generation_record, write_generation
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "weather of a city",
@@ -43,7 +45,7 @@ def test_loss_mask_is_the_assistant_mask(tokenizer, tmp_path, assistant):
 
     root = tmp_path / "out"
     write_generation(root, {("chat", 0): [generation_record("chat", 0, prompt, response)]})
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=0.0), log=lambda *_: None)
+    merge_corpus(root, root / "corpus", MergeSettings(eval_fraction=0.0), log=lambda *_: None)
     (rec,) = corpus.iter_corpus(root / "corpus")
     assert rec["input_ids"] == full_ids[:end]
     assert rec["loss_mask"] == assistant_mask[:end]

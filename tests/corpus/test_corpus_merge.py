@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from jobrunner import corpus, merge
+from jobrunner import corpus
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
+from jobrunner.merge.cli import target_vocab_size
+from jobrunner.merge import decisions
 from jobrunner.cli import main as cli_main
 from jobrunner.output import part_path
 from tests.corpus.conftest import generation_record, synthetic_generation, write_generation
@@ -14,7 +18,7 @@ from tests.corpus.conftest import generation_record, synthetic_generation, write
 
 def run_merge(root, out=None, **kw) -> tuple[dict, list[dict]]:
     out = out or root / "corpus"
-    manifest = merge.merge(root, out, merge.MergeSettings(**kw), log=lambda *_: None)
+    manifest = merge_corpus(root, out, MergeSettings(**kw), log=lambda *_: None)
     return manifest, list(corpus.iter_corpus(out))
 
 
@@ -29,44 +33,44 @@ def shard_bytes(corpus_dir) -> dict[str, bytes]:
     ("keep", "stop", (True, False)), ("drop", "stop", (True, False)), ("mark", "stop", (True, False)),
 ])
 def test_truncation_outcome(policy, finish, expected):
-    assert merge.truncation_outcome(finish, policy) == expected
+    assert decisions.truncation_outcome(finish, policy) == expected
 
 
 def test_record_problem_reasons():
     good = generation_record("d", 1, [1, 2], [3])
-    assert merge.record_problem(good) is None
-    assert merge.record_problem({**good, "completion_tokens": 2}) == "completion_tokens_mismatch"
-    assert merge.record_problem({**good, "prompt_tokens": 5}) == "prompt_tokens_mismatch"
-    assert merge.record_problem({**good, "output_ids": [], "completion_tokens": 0}) == "empty_response"
-    assert merge.record_problem({**good, "output_ids": "abc", "completion_tokens": 3}) == "malformed_ids"
-    assert merge.token_arrays([1, 2], [1.5]) is None and merge.token_arrays([1], ["7"]) is None
-    assert merge.token_arrays([1, 2], [3])[0].tolist() == [1, 2]
-    assert merge.record_problem({**good, "finish_reason": "abort"}) == "bad_finish_reason"
-    assert merge.record_problem({k: v for k, v in good.items() if k != "input_ids"}) == "missing_field"
-    assert merge.record_problem([1, 2]) == "missing_field"
+    assert decisions.record_problem(good) is None
+    assert decisions.record_problem({**good, "completion_tokens": 2}) == "completion_tokens_mismatch"
+    assert decisions.record_problem({**good, "prompt_tokens": 5}) == "prompt_tokens_mismatch"
+    assert decisions.record_problem({**good, "output_ids": [], "completion_tokens": 0}) == "empty_response"
+    assert decisions.record_problem({**good, "output_ids": "abc", "completion_tokens": 3}) == "malformed_ids"
+    assert decisions.token_arrays([1, 2], [1.5]) is None and decisions.token_arrays([1], ["7"]) is None
+    assert decisions.token_arrays([1, 2], [3])[0].tolist() == [1, 2]
+    assert decisions.record_problem({**good, "finish_reason": "abort"}) == "bad_finish_reason"
+    assert decisions.record_problem({k: v for k, v in good.items() if k != "input_ids"}) == "missing_field"
+    assert decisions.record_problem([1, 2]) == "missing_field"
 
 
 def test_bucket_ranges_keep_key_order():
     keys = sorted(bytes([i, 255 - i]) + b"\0" * 14 for i in range(256))
     for n in (1, 3, 16, 1000):
-        assert [merge.bucket_of(k, n) for k in keys] == sorted(merge.bucket_of(k, n) for k in keys)
-        assert all(0 <= merge.bucket_of(k, n) < n for k in keys)
+        assert [decisions.bucket_of(k, n) for k in keys] == sorted(decisions.bucket_of(k, n) for k in keys)
+        assert all(0 <= decisions.bucket_of(k, n) < n for k in keys)
 
 
 def test_buckets_needed_grows_with_input_and_refuses_too_many():
-    assert merge.buckets_needed(1000, 512) == 1
-    assert merge.buckets_needed(2 << 30, 512) == 24
+    assert decisions.buckets_needed(1000, 512) == 1
+    assert decisions.buckets_needed(2 << 30, 512) == 24
     with pytest.raises(ValueError, match="memory-limit"):
-        merge.buckets_needed(1 << 40, 64)
+        decisions.buckets_needed(1 << 40, 64)
 
 
 def test_split_fraction_is_close_and_follows_the_seed():
     # The same in every process: tests/test_determinism.py.
     ids = [f"d/{i:09d}" for i in range(20000)]
-    share = sum(merge.is_eval(s, 7, 0.1) for s in ids) / len(ids)
+    share = sum(decisions.is_eval(s, 7, 0.1) for s in ids) / len(ids)
     assert 0.09 < share < 0.11
-    assert not any(merge.is_eval(s, 7, 0.0) for s in ids)
-    assert [merge.is_eval(s, 1, 0.5) for s in ids[:200]] != [merge.is_eval(s, 2, 0.5) for s in ids[:200]]
+    assert not any(decisions.is_eval(s, 7, 0.0) for s in ids)
+    assert [decisions.is_eval(s, 1, 0.5) for s in ids[:200]] != [decisions.is_eval(s, 2, 0.5) for s in ids[:200]]
 
 
 # --- the corpus ------------------------------------------------------------------------------------
@@ -143,7 +147,7 @@ def test_split_ratio_and_disjoint(tmp_path):
     assert not set(train) & set(ev) and len(train) + len(ev) == 2000
     assert 0.17 < len(ev) / 2000 < 0.23
     assert manifest["splits"]["eval"]["samples"] == len(ev)
-    assert all(merge.is_eval(s, 0, 0.2) for s in ev)
+    assert all(decisions.is_eval(s, 0, 0.2) for s in ev)
 
 
 def test_shards_by_records_and_by_bytes(gen_root):
@@ -172,19 +176,14 @@ def test_manifest_checksums_and_counts(gen_root):
                              "shard_records": 40, "shard_bytes": 1 << 30, "draft_vocab_size": 32000}
 
 
-def test_rerun_is_byte_identical_and_independent_of_memory_limit(gen_root, tmp_path):
+def test_rerun_is_byte_identical_and_independent_of_memory_limit(gen_root, tmp_path, monkeypatch):
     run_merge(gen_root, shard_records=30)
     first = shard_bytes(gen_root / "corpus")
     run_merge(gen_root, shard_records=30)
     assert shard_bytes(gen_root / "corpus") == first
     # Many buckets (a tiny memory limit would need them on a big corpus) give the same bytes.
-    settings = merge.MergeSettings(shard_records=30)
-    orig = merge.buckets_needed
-    try:
-        merge.buckets_needed = lambda *_: 37
-        merge.merge(gen_root, tmp_path / "many", settings, log=lambda *_: None)
-    finally:
-        merge.buckets_needed = orig
+    monkeypatch.setattr("jobrunner.merge.run.buckets_needed", lambda *_: 37)
+    merge_corpus(gen_root, tmp_path / "many", MergeSettings(shard_records=30), log=lambda *_: None)
     assert shard_bytes(tmp_path / "many") == first
 
 
@@ -243,7 +242,7 @@ def test_the_draft_vocabulary_counts_every_trainable_train_token_once(gen_root):
     synthetic_generation(gen_root / "copy", datasets=("dup",), rows=20, seed=0)
     for part in (gen_root / "copy" / "generate" / "dup").glob("part-*"):  # ...written twice: duplicates
         part.rename(gen_root / "generate" / "dup" / part.name.replace("part-r", "part-r9"))
-    manifest = merge.merge(gen_root, gen_root / "corpus", merge.MergeSettings(eval_fraction=0.2, draft_vocab_size=16),
+    manifest = merge_corpus(gen_root, gen_root / "corpus", MergeSettings(eval_fraction=0.2, draft_vocab_size=16),
                            log=lambda *_: None, target_vocab_size=1000)
     assert manifest["datasets"]["dup"]["duplicates_removed"] > 0
     want: dict[int, int] = {}
@@ -264,9 +263,9 @@ def test_the_draft_vocabulary_counts_every_trainable_train_token_once(gen_root):
 def test_a_model_folder_without_a_readable_config_leaves_the_maps_out_and_the_corpus_merged(gen_root, tmp_path,
                                                                                            capsys):
     (tmp_path / "model").mkdir()
-    assert merge.target_vocab_size(str(tmp_path / "model")) is None
+    assert target_vocab_size(str(tmp_path / "model")) is None
     assert "no draft vocabulary maps" in capsys.readouterr().err
-    manifest = merge.merge(gen_root, gen_root / "corpus", merge.MergeSettings(), log=lambda *_: None)
+    manifest = merge_corpus(gen_root, gen_root / "corpus", MergeSettings(), log=lambda *_: None)
     assert manifest["samples"] and "no target vocabulary size" in manifest["vocabulary"]["note"]
     assert [f["name"] for f in manifest["vocabulary"]["files"]] == ["vocab/token_freq.json"]
 

@@ -19,7 +19,7 @@ from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.tiny_model import build_tiny_llama
 from jobrunner import corpus
 from jobrunner.cli import main as cli_main
-from jobrunner.extract import extract
+from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample

@@ -10,9 +10,10 @@ import pytest
 
 from draftgen_contracts import exit_codes
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import merge
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
 from jobrunner.cli import main as cli_main
-from jobrunner.extract import extract
+from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.validate import mask_problem, once_problems
 from tests.corpus.conftest import synthetic_generation
@@ -24,7 +25,7 @@ QUIET = dict(log=lambda *_: None)
 def made(tmp_path_factory):
     root = tmp_path_factory.mktemp("gen")
     synthetic_generation(root, rows=20)
-    merge.merge(root, root / "corpus", merge.MergeSettings(eval_fraction=0.2, shard_records=10), **QUIET)
+    merge_corpus(root, root / "corpus", MergeSettings(eval_fraction=0.2, shard_records=10), **QUIET)
     model = build_tiny_llama(root / "model", vocab_size=1024)
     extract(root / "corpus", root / "states", model,
             ExtractionSettings(splits=("train", "eval"), dtype="bf16", shard_mb=0.01, max_batch_size=4), **QUIET)

@@ -14,7 +14,9 @@ import pytest
 
 from draftgen_contracts import exit_codes
 from draftgen_dev.builders import generate_config
-from jobrunner import merge, output
+from jobrunner import output
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
 from jobrunner.generate.run import run_generate
 from tests.jobrunner import test_generate_crash
 from tests.jobrunner.inputs_as_they_come import glaive, openai_batch, shard_set
@@ -51,7 +53,7 @@ async def test_generation_reads_every_shape_and_carries_the_rows_own_ids(simulat
     assert all("source_id" not in r for r in records(tmp_path, "glaive"))  # glaive rows have no id
     # Sampling is the dataset's, whatever a request asked for.
     assert all(r["sampling_params"].get("temperature") != 0.3 for r in records(tmp_path, "batch"))
-    manifest = merge.merge(tmp_path / "out", tmp_path / "corpus", merge.MergeSettings(eval_fraction=0.0),
+    manifest = merge_corpus(tmp_path / "out", tmp_path / "corpus", MergeSettings(eval_fraction=0.0),
                            log=lambda *_: None)
     corpus = [json.loads(line) for s in manifest["shards"] for line in (tmp_path / "corpus" / s["name"]).open()]
     by_sample = {r["sample_id"]: r.get("source_id") for r in corpus}

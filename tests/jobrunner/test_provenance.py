@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 from draftgen_contracts import exit_codes, provenance
-from jobrunner import merge
+from jobrunner.merge.run import merge_corpus
+from jobrunner.merge.settings import MergeSettings
 from jobrunner.generate.provenance import record_session
 from jobrunner.generate.run import run_generate
-from jobrunner.simulate.config import SIM_VERSION
+from draftgen_simulator.config import SIM_VERSION
 from tests.jobrunner.test_generate import FAST_SIM, config
 
 QUIET = dict(log=lambda *_: None)
@@ -36,7 +37,7 @@ async def test_each_session_is_recorded_and_the_merge_gathers_them(simulator, tm
                                       "prompt_class": None, "pretokenized": False}
     assert [c["name"] for c in first["prompt_classes"]] == ["short", "long"]
 
-    manifest = merge.merge(tmp_path / "out", tmp_path / "corpus", merge.MergeSettings(), **QUIET)
+    manifest = merge_corpus(tmp_path / "out", tmp_path / "corpus", MergeSettings(), **QUIET)
     assert manifest["provenance"]["sessions"] == sessions and manifest["provenance"]["differs"] == []
 
 
@@ -48,6 +49,6 @@ def test_sessions_that_disagree_are_said_in_the_manifest_and_the_log(tmp_path):
     record_session(tmp_path, 0, base)
     record_session(tmp_path, 1, {**base, "replica": 1, "server_version": "0.5.24"})
     said = []
-    manifest = merge.merge(tmp_path, tmp_path / "corpus", merge.MergeSettings(), log=said.append)
+    manifest = merge_corpus(tmp_path, tmp_path / "corpus", MergeSettings(), log=said.append)
     assert manifest["provenance"]["differs"] == ["server_version"]
     assert any("WARNING: the generation sessions differ in server_version" in line for line in said)

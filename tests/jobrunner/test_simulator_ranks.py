@@ -1,4 +1,4 @@
-"""The simulator as the ranks of a replica across nodes (jobrunner/simulate/ranks.py), each a process
+"""The simulator as the ranks of a replica across nodes (draftgen_simulator/ranks.py), each a process
 as a pod's sidecar would be: the leader ready only once the group formed; followers with SGLang's
 dummy health, deaf to SIGTERM, ending with the leader; a lost rank stalling the leader, which stays."""
 

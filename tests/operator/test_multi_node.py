@@ -1,6 +1,6 @@
 """A replica across two nodes (spec.server.nodesPerReplica: 2) on the real control plane: the Indexed
 Job of two ranks on the two KWOK GPU nodes, the local kubelet running each rank's pod, the simulator
-as SGLang's ranks (rank 0 serves, rank 1 joins it and follows: jobrunner/simulate/ranks.py), and the
+as SGLang's ranks (rank 0 serves, rank 1 joins it and follows: draftgen_simulator/ranks.py), and the
 real `jobrunner generate` on rank 0. A rank lost mid-run restarts the whole group, which resumes from
 its output: no sample lost or written twice, every budget exact (docs/multi-node.md)."""
 

@@ -17,7 +17,7 @@ from draftgen_contracts.progress import parse_progress
 from draftgen_dev.cluster.controlplane import free_port
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_operator.lease import Timing
-from jobrunner.simulate.config import SIM_VERSION
+from draftgen_simulator.config import SIM_VERSION
 from tests.argocd.health import argocd_health
 from tests.conftest import REPO, wait_for
 from tests.operator.conftest import Operator

@@ -12,8 +12,8 @@ from draftgen_dev.demo_assets import build_model
 from draftgen_dev.kimi_like import build_kimi_like
 from draftgen_dev.real_sglang.server import HTTPEndpoint, RealSGLang
 from draftgen_dev.tiny_model import VOCAB_SIZE
-from jobrunner.simulate.config import SimConfig
-from jobrunner.simulate.server import run_in_thread
+from draftgen_simulator.config import SimConfig
+from draftgen_simulator.server import run_in_thread
 from tests.conftest import LOGS_ON_FAILURE
 
 # Room for the abort tests: more requests than this wait in SGLang's queue.

@@ -16,8 +16,8 @@ from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.generate.run import run_generate
-from jobrunner.simulate import cli as simulate_cli
-from jobrunner.simulate.server import run_in_thread
+from draftgen_simulator import cli as simulate_cli
+from draftgen_simulator.server import run_in_thread
 from tests.jobrunner.conftest import write_prompts
 from tests.real_sglang.test_jobrunner_on_real_sglang import config, records
 

@@ -1,6 +1,6 @@
 """SGLang's own `/generate` request validator, read out of the published sglang wheel at test time.
 
-Why: the simulator (jobrunner/simulate/) promises to accept and refuse `/generate` bodies as
+Why: the simulator (draftgen_simulator/) promises to accept and refuse `/generate` bodies as
 SGLang's HTTP server does. In 0.5.23 that server refuses a body that breaks its JSON contract
 before serving it: `http_server.generate_request` calls
 `sglang.srt.entrypoints.api_contract.generate_contract_error`, which runs the generated decoder

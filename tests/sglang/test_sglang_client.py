@@ -19,8 +19,8 @@ from draftgen_contracts.sglang_protocol import (
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
 from jobrunner.sglang.rids import make_rid, retry_rid
-from jobrunner.simulate.config import FaultRates, SimConfig
-from jobrunner.simulate.responses import fault_for
+from draftgen_simulator.config import FaultRates, SimConfig
+from draftgen_simulator.responses import fault_for
 
 FAST = dict(per_request_tps=5000.0, capacity_tps=1e6, tick_s=0.005)
 QUICK_RETRY = RetryPolicy(max_attempts=8, base_delay_s=0.01, max_delay_s=0.05, max_elapsed_s=30, seed=0)

@@ -313,8 +313,8 @@ def test_cli_serves_until_sigterm(tmp_path):
 
 
 def test_run_in_thread_serves_sync_callers():
-    from jobrunner.simulate.config import SimConfig
-    from jobrunner.simulate.server import run_in_thread
+    from draftgen_simulator.config import SimConfig
+    from draftgen_simulator.server import run_in_thread
 
     url, handle = run_in_thread(SimConfig(profile="fixed:4", **FAST))
     try:

@@ -22,8 +22,8 @@ from .buildah import buildah, ensure_tools, has_image
 
 REPO = Path(__file__).resolve().parents[3]
 # What the Dockerfile copies; .dockerignore's patterns leave files out of it.
-COPIED = ("Dockerfile", ".dockerignore", "requirements", "pyproject.toml", "README.md", "draftgen_contracts", "draftgen",
-          "jobrunner", "draftgen_operator")
+COPIED = ("Dockerfile", ".dockerignore", "requirements", "pyproject.toml", "README.md", "draftgen_contracts",
+          "draftgen_simulator", "draftgen", "jobrunner", "draftgen_operator")
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 

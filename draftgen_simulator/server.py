@@ -23,11 +23,11 @@ from aiohttp import web
 
 from draftgen_contracts import sglang_auth
 from draftgen_contracts.sglang_protocol import error_body
-from jobrunner.simulate.admission import Admitted, Refusal, admit
-from jobrunner.simulate.config import SIM_VERSION, SimConfig, SimStats
-from jobrunner.simulate.ranks import Leader
-from jobrunner.simulate.responses import fault_for, metrics_text
-from jobrunner.simulate.scheduler import Scheduler, SimRequest
+from draftgen_simulator.admission import Admitted, Refusal, admit
+from draftgen_simulator.config import SIM_VERSION, SimConfig, SimStats
+from draftgen_simulator.ranks import Leader
+from draftgen_simulator.responses import fault_for, metrics_text
+from draftgen_simulator.scheduler import Scheduler, SimRequest
 
 
 def _reply(refusal: Refusal) -> web.Response:

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from jobrunner.simulate.admission import Item
-from jobrunner.simulate.config import SimConfig, SimStats
-from jobrunner.simulate.responses import (
+from draftgen_simulator.admission import Item
+from draftgen_simulator.config import SimConfig, SimStats
+from draftgen_simulator.responses import (
     per_request_rate,
     prefix_matches,
     queued_abort_body,

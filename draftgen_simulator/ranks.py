@@ -26,7 +26,7 @@ from aiohttp import web
 
 from draftgen_contracts import exit_codes
 
-log = logging.getLogger("jobrunner.simulate")
+log = logging.getLogger("draftgen_simulator")
 
 LOST_RANK = ("exit", "hang")
 JOIN = b"join\n"

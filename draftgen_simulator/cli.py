@@ -12,9 +12,9 @@ import asyncio
 import signal
 
 from draftgen_contracts import exit_codes
-from jobrunner.simulate.config import FAULT_NAMES, FaultRates, SimConfig
-from jobrunner.simulate.ranks import follow
-from jobrunner.simulate.server import Simulator
+from draftgen_simulator.config import FAULT_NAMES, FaultRates, SimConfig
+from draftgen_simulator.ranks import follow
+from draftgen_simulator.server import Simulator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

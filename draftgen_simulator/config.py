@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobrunner.simulate.profiles import get_profile
+from draftgen_simulator.profiles import get_profile
 
 SIM_VERSION = "0.5.23-sim"  # the SGLang release whose contract it follows (docs/sglang.md)
 FAULT_NAMES = ("http_500", "http_503", "reset", "timeout", "slow")
@@ -50,7 +50,7 @@ class SimConfig:
     # Keys as SGLang 0.5.23 enforces them (draftgen_contracts.sglang_auth); None: that key not set.
     api_key: str | None = None
     admin_api_key: str | None = None
-    # A replica across nodes (jobrunner/simulate/ranks.py): this process is rank `node_rank` of `nnodes`;
+    # A replica across nodes (draftgen_simulator/ranks.py): this process is rank `node_rank` of `nnodes`;
     # rank 0 listens for the others at `dist_init_addr`, which the others join within `join_timeout_s`.
     nnodes: int = 1
     node_rank: int = 0

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobrunner.simulate.http_layer import http_layer_problem
+from draftgen_simulator.http_layer import http_layer_problem
 
 
 @pytest.mark.parametrize("body", [

@@ -1,5 +1,5 @@
-from jobrunner.simulate.config import FaultRates
-from jobrunner.simulate.responses import (
+from draftgen_simulator.config import FaultRates
+from draftgen_simulator.responses import (
     choose_fault,
     per_request_rate,
     plan_response,

@@ -6,8 +6,8 @@ import array
 import hashlib
 from typing import Any
 
-from jobrunner.simulate.config import FAULT_NAMES, FaultRates, SimConfig, SimStats
-from jobrunner.simulate.profiles import seeded_rng
+from draftgen_simulator.config import FAULT_NAMES, FaultRates, SimConfig, SimStats
+from draftgen_simulator.profiles import seeded_rng
 
 
 def choose_fault(rates: FaultRates, u: float) -> str | None:

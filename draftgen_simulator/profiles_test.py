@@ -2,8 +2,8 @@ import statistics
 
 import pytest
 
-from jobrunner.simulate.config import SimConfig
-from jobrunner.simulate.profiles import get_profile, seeded_rng
+from draftgen_simulator.config import SimConfig
+from draftgen_simulator.profiles import get_profile, seeded_rng
 
 
 def test_function_calling_profile_matches_the_motivating_run():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from jobrunner.simulate.admission import Item
-from jobrunner.simulate.config import SimConfig
-from jobrunner.simulate.scheduler import Scheduler
+from draftgen_simulator.admission import Item
+from draftgen_simulator.config import SimConfig
+from draftgen_simulator.scheduler import Scheduler
 
 
 class Clock:

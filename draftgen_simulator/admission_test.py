@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from jobrunner.simulate.admission import Admitted, Refusal, admit
-from jobrunner.simulate.config import SimConfig
+from draftgen_simulator.admission import Admitted, Refusal, admit
+from draftgen_simulator.config import SimConfig
 
 CONFIG = SimConfig(profile="fixed:10", context_len=100)
 

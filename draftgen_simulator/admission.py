@@ -17,10 +17,10 @@ from draftgen_contracts.sglang_protocol import (
     request_field_problem,
     validate_sampling_params,
 )
-from jobrunner.simulate.config import SimConfig
-from jobrunner.simulate.http_layer import http_layer_problem
-from jobrunner.simulate.profiles import LengthProfile, get_profile, seeded_rng
-from jobrunner.simulate.responses import ids_digest, plan_response, response_token_ids, stop_at_token
+from draftgen_simulator.config import SimConfig
+from draftgen_simulator.http_layer import http_layer_problem
+from draftgen_simulator.profiles import LengthProfile, get_profile, seeded_rng
+from draftgen_simulator.responses import ids_digest, plan_response, response_token_ids, stop_at_token
 
 
 @dataclass(frozen=True)
