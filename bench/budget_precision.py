@@ -54,7 +54,7 @@ import yaml
 
 from draftgen_dev.sim_process import SimulatorProcess
 from generate_processes import run_generates, write_prompts
-from jobrunner.output import read_summary
+from jobrunner.shared.output import read_summary
 
 PROFILES = ("function_calling", "code", "math", "chat", "swe")
 LONG_PROMPT_PROFILES = {"swe"}  # SWE agent traces: prompts past the short class

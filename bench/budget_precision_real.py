@@ -40,7 +40,7 @@ from draftgen_dev.demo_assets import build_model
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import RealSGLang
 from generate_processes import run_generates, write_prompts
-from jobrunner import output
+from jobrunner.shared import output
 
 CLASSES = ({"name": "short", "max_prompt_tokens": 256, "concurrency": 16, "max_new_tokens": 512},
            {"name": "long", "concurrency": 4, "max_new_tokens": 512})

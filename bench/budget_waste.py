@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from draftgen_dev.sim_process import SimulatorProcess
-from jobrunner.config import parse_config
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared.config import parse_config
+from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.actions import Cut, Stop
 from jobrunner.generate.engine import Engine
 from jobrunner.sglang.client import SGLangClient

@@ -31,13 +31,13 @@ from pathlib import Path
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.builders import generation_record
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
-from jobrunner.output import PartWriter
+from jobrunner.shared.output import PartWriter
 
 
 def write_corpus(root: Path, samples: int, scale: float, seed: int = 0) -> None:

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from draftgen_dev.sim_process import SimulatorProcess
 from draftgen_dev.tiny_model import build_tiny_tokenizer
-from jobrunner.config import parse_config
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared.config import parse_config
+from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.engine import Engine
-from jobrunner.prompts import load_tokenizer
+from jobrunner.shared.prompts import load_tokenizer
 from jobrunner.sglang.client import SGLangClient
 
 GOAL = 0.95

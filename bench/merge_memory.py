@@ -4,7 +4,7 @@
 
 For each size it writes synthetic generation output (contract format, docs/contracts.md; unique
 token content per record, responses of ~1.5K tokens), then in a fresh process each:
-- reads every record once with `jobrunner.output.iter_records` (the peer: the least any merge must do),
+- reads every record once with `jobrunner.shared.output.iter_records` (the peer: the least any merge must do),
 - runs `jobrunner merge` (dedupe, shuffle, split, shards, manifest),
 and prints peak RSS against the 512 MB goal and merge time as a ratio to the read.
 """
@@ -24,7 +24,7 @@ CHILD = r"""
 import json, resource, sys, time
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import MergeSettings
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 mode, root, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t = time.perf_counter()
 if mode == "read":

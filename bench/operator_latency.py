@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import LocalCluster
 from draftgen_dev.demo_assets import build_model, write_datasets
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 
 SHUTDOWN_GOAL_S, FRESHNESS_GOAL_S = 5.0, 10.0
 NS = "latency"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from draftgen_dev.demo_assets import build_model, write_datasets
 from draftgen_dev.kimi_like import build_kimi_like
-from jobrunner.config import parse_config
-from jobrunner.datasets import Conversation, read_rows
+from jobrunner.shared.config import parse_config
+from jobrunner.shared.datasets import Conversation, read_rows
 from jobrunner.preflight.run import run_preflight
-from jobrunner.prompts import load_tokenizer, render_conversation
+from jobrunner.shared.prompts import load_tokenizer, render_conversation
 
 GOAL = 1.5
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from draftgen_contracts.generation_record import GenerationRecord, Timings
 from draftgen_dev.builders import generation_record
-from jobrunner.output import PartWriter, part_path, summary_path
+from jobrunner.shared.output import PartWriter, part_path, summary_path
 
 GOAL = 2.0
 

@@ -77,7 +77,7 @@ def fold_replicas(spec: DatasetGenerationSpec, reports: dict[int, ProgressDocume
                   nodes: dict[int, list[str]] | None = None,
                   group_restarts: dict[int, int] | None = None) -> list[ReplicaStatus]:
     """Each replica's last report, per dataset of the spec (the replicas read one another's parts here
-    to share the budgets: jobrunner.coordination_kube), its nodes and its group's restarts: every
+    to share the budgets: jobrunner.shared.coordination_kube), its nodes and its group's restarts: every
     replica that has any of them."""
     datasets, nodes, group_restarts = [d.name for d in spec.datasets], nodes or {}, group_restarts or {}
     return [ReplicaStatus.of(r, reports.get(r), datasets, nodes.get(r), group_restarts.get(r, 0))

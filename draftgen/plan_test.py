@@ -8,7 +8,7 @@ from draftgen import api, plan
 from draftgen_contracts import exit_codes, names
 from draftgen_contracts.generate_config import CoordinationConfig
 from draftgen_dev.builders import SpecBuilder
-from jobrunner.config import parse_config
+from jobrunner.shared.config import parse_config
 
 
 def k25() -> SpecBuilder:

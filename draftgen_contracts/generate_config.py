@@ -5,7 +5,7 @@ One model for its writers and its reader: the operator builds it from a DatasetG
 (draftgen.plan.generate_config; one per run, the replica comes on the command line) and writes it,
 as YAML, into the run's config ConfigMap under `generate.yaml`; the local runner writes that
 ConfigMap's contents into a folder of its own, with the paths moved to this machine (`with_paths`);
-tests and benchmarks build it with their builders. jobrunner.config reads it back (YAML or JSON)
+tests and benchmarks build it with their builders. jobrunner.shared.config reads it back (YAML or JSON)
 into this model.
 
     server_url: http://127.0.0.1:30000
@@ -128,7 +128,7 @@ class ContextConfig(_Strict):
 
 class CoordinationConfig(_Strict):
     """`file`: JSON files in a directory (the local runner, tests). `kubernetes`: a report ConfigMap
-    per replica and the DatasetGeneration's status (generation pods; jobrunner.coordination_kube)."""
+    per replica and the DatasetGeneration's status (generation pods; jobrunner.shared.coordination_kube)."""
     kind: Literal["file", "kubernetes"] = "file"
     directory: str | None = Field(default=None, description="file: None means <output_root>/coordination")
     name: str | None = Field(default=None, description="kubernetes: the DatasetGeneration's name")

@@ -29,7 +29,7 @@ class Document(BaseModel):
 
 
 class DurableCounts(Document):
-    """What one part of a dataset holds on disk as of its last sync (jobrunner.output): the totals of
+    """What one part of a dataset holds on disk as of its last sync (jobrunner.shared.output): the totals of
     a replica's own report, and of the other replicas' parts it found when it started (`elsewhere`)."""
     completion_tokens: int = Field(0, ge=0)
     samples: int = Field(0, ge=0)

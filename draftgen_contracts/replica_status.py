@@ -1,6 +1,6 @@
 """`status.replicas[]` of a DatasetGeneration: each generation replica's last report as the operator
 folded it, for people and tools reading the object (the replicas read one another's reports from
-their ConfigMaps: jobrunner.coordination_kube).
+their ConfigMaps: jobrunner.shared.coordination_kube).
 
 Written by the operator's fold (draftgen.fold.fold_replicas); the CRD's schema is generated from it.
 camelCase, as the status is.

@@ -12,7 +12,7 @@ a trainer pointed at `train/` never sees the eval split; for each drafter the st
 trains, EAGLE-3's in KIND/, the others' in KIND-<drafter>/, each with its drafter's layers alone,
 draftgen_contracts/drafters.py), one file per sample in sample-id order, with
 `sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts;
-the merge's draft-vocabulary files (jobrunner/vocabulary.py) go where each trainer looks for them
+the merge's draft-vocabulary files (jobrunner/shared/vocabulary.py) go where each trainer looks for them
 (`_with_vocabulary`):
 - `specforge`: `rows_{g:08d}-{g+1000:08d}/data_{i:08d}.ckpt` (torch.save) with `input_ids` [L],
   `loss_mask` [L], `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H], in bf16
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from draftgen_contracts import drafters
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
-from jobrunner import corpus
+from jobrunner.shared import corpus
 
 CORPUS_EXPORTS = ("hf-parquet", "speculators-jsonl")
 STATE_EXPORTS = tuple(EXPORT_FINAL_STATE)
@@ -182,7 +182,7 @@ def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
     """The merge's draft vocabulary where each trainer looks for it: speculators in its data path
     (train/: token_freq.pt, d2t-N.npy, t2d-N.npy, found by --draft-vocab-size N), SpecForge beside
     the splits (vocab_mapping-N.pt, for model.vocab_mapping_path). Returns what was written."""
-    from jobrunner import vocabulary
+    from jobrunner.shared import vocabulary
 
     into = out / "train" if kind == "speculators" else out
     if not into.is_dir() or not (corpus_dir / vocabulary.FOLDER / vocabulary.COUNTS_FILE).exists():

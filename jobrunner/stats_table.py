@@ -2,7 +2,7 @@
 with --png-dir also one histogram per dataset, one overview figure of every dataset (response and
 prompt lengths on shared log axes, truncation and cuts at the budget, budget progress) and a Markdown summary (stats.md).
 
-Computed from the durable part summaries (jobrunner.stats), so it works during a run, after a
+Computed from the durable part summaries (jobrunner.shared.stats), so it works during a run, after a
 restart, and after the run, without rereading the records. --config (the run's generate config)
 gives the budgets.
 """
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
-from jobrunner.stats import DatasetStats, all_dataset_stats, all_lengths
+from jobrunner.shared.stats import DatasetStats, all_dataset_stats, all_lengths
 
 COLUMNS = ("dataset", "samples", "tokens", "tok/s", "mean", "median", "p90", "p99", "max", ">1K", ">5K",
            "truncated", "cut", "cut tokens", "skipped")
@@ -178,7 +178,7 @@ def budgets_from(config_path: str | None, pairs: list[str] | None) -> dict[str, 
     """The budgets of the run's generate config, then NAME=TOKENS pairs over them."""
     budgets = {}
     if config_path:
-        from jobrunner.config import load_config
+        from jobrunner.shared.config import load_config
 
         budgets = {d.name: d.budget_tokens for d in load_config(config_path).datasets}
     for pair in pairs or ():

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, names
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.hidden_states import selection
 
 SHOWN_PROBLEMS = 20

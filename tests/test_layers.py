@@ -8,6 +8,8 @@ command table's "draftgen_operator.main"). Beyond the order:
 - the contracts import no HTTP or Kubernetes library (they hold the wire formats, not the wires);
 - the SGLang simulator stands apart from the product's stages: it imports only the contracts, and
   jobrunner names it only in its command table (`jobrunner simulate`), never imports it;
+- jobrunner's shared libraries (`jobrunner.shared`) import no stage: only each other, the SGLang
+  client and the contracts;
 - draftgen's pure core (API, plan, fold, policies, reconcile) imports nothing of jobrunner: only its
   local executor (`draftgen run`) and its command line start jobrunner's programs;
 - nothing in the product imports the development package or the tests, and neither does bench/.
@@ -38,6 +40,8 @@ MODULE_STRING = re.compile(r"^(draftgen_contracts|draftgen_simulator|jobrunner|d
                            r"(\.[a-z_][a-z0-9_]*)+$|^(draftgen_contracts|draftgen_simulator|draftgen_operator|draftgen_dev)$")
 # The one place jobrunner names the simulator: its command table.
 JOBRUNNER_NAMES_SIMULATOR = ("jobrunner.cli",)
+# What jobrunner's shared libraries may import of jobrunner.
+SHARED_IMPORTS = ("jobrunner.shared", "jobrunner.sglang")
 
 
 def module_name(package: str, path: Path) -> str:
@@ -99,6 +103,9 @@ def problems_of(package: str, path: Path) -> list[str]:
             problems.append(f"{module} imports {imported}: draftgen's core must not depend on jobrunner")
         if package == "jobrunner" and root == "draftgen_simulator":
             problems.append(f"{module} imports {imported}: the product's stages never import the simulator")
+        if (module.startswith("jobrunner.shared") and root == "jobrunner"
+                and not imported.startswith(SHARED_IMPORTS)):
+            problems.append(f"{module} imports {imported}: a shared library imports no stage")
     for named in sorted(named_modules(path)):
         if LAYERS.index(top(named)) > LAYERS.index(package):
             problems.append(f"{module} names {named} in a string, a higher layer")
@@ -132,15 +139,17 @@ def test_bench_has_no_import_circle():
     ("from jobrunner import generate\n", "draftgen_contracts.names", "a higher layer"),
     ("def f():\n    import draftgen.plan\n", "jobrunner.merge", "a higher layer"),
     ("import aiohttp\n", "draftgen_contracts.names", "no HTTP or Kubernetes client"),
-    ("from jobrunner.output import record_files\n", "draftgen.fold", "must not depend on jobrunner"),
+    ("from jobrunner.shared.output import record_files\n", "draftgen.fold", "must not depend on jobrunner"),
     ("from draftgen_dev import builders\n", "draftgen_operator.handlers", "a higher layer"),
     ("from ..plan import x\n", "draftgen_operator.apply", ""),
     ("COMMANDS = {'operator': ('draftgen_operator.main', 'run it')}\n", "draftgen.cli", "names draftgen_operator.main"),
     ("LOG = 'jobrunner.generate'\nWORD = 'draftgen'\n", "jobrunner.cli", ""),
-    ("from jobrunner.output import record_files\n", "draftgen_simulator.server", "a higher layer"),
+    ("from jobrunner.shared.output import record_files\n", "draftgen_simulator.server", "a higher layer"),
     ("from draftgen_simulator.config import SimConfig\n", "jobrunner.generate.engine", "never import the simulator"),
     ("RUN = 'draftgen_simulator.cli'\n", "jobrunner.generate.run", "only the command table"),
     ("COMMANDS = {'simulate': ('draftgen_simulator.cli', 'run it')}\n", "jobrunner.cli", ""),
+    ("def f():\n    from jobrunner.generate import engine\n", "jobrunner.shared.output", "imports no stage"),
+    ("from jobrunner.shared import corpus\nfrom jobrunner.sglang import rids\n", "jobrunner.shared.output", ""),
 ])
 def test_the_check_finds_a_back_import(tmp_path, source, module, expected):
     package = top(module)

@@ -28,10 +28,10 @@ from draftgen_contracts.generate_config import CoordinationConfig, GenerateConfi
 from draftgen_contracts.generation_record import GenerationRecord, Timings
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
 from draftgen_contracts.states import DatasetState
-from jobrunner.config import DatasetConfig
+from jobrunner.shared.config import DatasetConfig
 from jobrunner.generate.dataset_budget import DatasetBudget
 from jobrunner.generate.decode_clock import DecodeClock
-from jobrunner.output import OutputTotals
+from jobrunner.shared.output import OutputTotals
 
 
 class SpecBuilder:

@@ -112,8 +112,8 @@ def write_traces(path: Path, n: int, tokenizer_path: str | Path) -> str:
     """n existing traces (a dataset of kind `traces`), each with its own response: message traces
     and token-id traces (rendered with the tokenizer's template, `prompt_len` marking the response)
     alternating."""
-    from jobrunner.datasets import Trace
-    from jobrunner.prompts import load_tokenizer, render_trace
+    from jobrunner.shared.datasets import Trace
+    from jobrunner.shared.prompts import load_tokenizer, render_trace
 
     tokenizer = load_tokenizer(tokenizer_path)
     with open(path, "w") as f:

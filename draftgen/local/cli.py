@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
-from jobrunner.config import ConfigError
+from jobrunner.shared.config import ConfigError
 
 from .executor import Interrupted, LocalExecutor, RunRefused
 from .pod_process import NotRunnableHere

@@ -29,8 +29,8 @@ from draftgen_contracts.extraction_progress import ExtractionProgress, parse_ext
 from draftgen_contracts.preflight_report import PreflightReport, parse_preflight
 from draftgen_contracts.states import Component, Phase, Stage
 from draftgen_contracts.timestamps import utc_now_iso
-from jobrunner.coordination import FileCoordinator
-from jobrunner.output import record_files
+from jobrunner.shared.coordination import FileCoordinator
+from jobrunner.shared.output import record_files
 
 from .local_job import LocalJob, log_tail
 from .output_owner import claim, owner_of

@@ -17,8 +17,8 @@ from pathlib import Path
 from draftgen.api import DatasetGenerationSpec, DatasetGenerationStatus
 from draftgen.observed import JobState
 from draftgen_contracts.states import Phase
-from jobrunner.atomic import write_json_atomically
-from jobrunner.full_volume import is_full_volume
+from jobrunner.shared.atomic import write_json_atomically
+from jobrunner.shared.full_volume import is_full_volume
 
 STATE_FILE = "state.json"
 

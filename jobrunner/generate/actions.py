@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from draftgen_contracts.sglang_protocol import GenerateResult
-from jobrunner.prompts import Prompt
+from jobrunner.shared.prompts import Prompt
 
 
 @dataclass(frozen=True)

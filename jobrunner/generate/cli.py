@@ -12,14 +12,14 @@ from pathlib import Path
 from draftgen_contracts import exit_codes
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import KeysRefused, SGLangError
-from jobrunner.config import ConfigError, load_config, missing_inputs
-from jobrunner.datasets import DatasetRefused
-from jobrunner.full_volume import full_at, ran_out_of_room, say_on_stderr
+from jobrunner.shared.config import ConfigError, load_config, missing_inputs
+from jobrunner.shared.datasets import DatasetRefused
+from jobrunner.shared.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.generate.run import configure_logging, make_coordinator, run_generate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="YAML or JSON GenerateConfig (see jobrunner.config)")
+    parser.add_argument("--config", required=True, help="YAML or JSON GenerateConfig (see jobrunner.shared.config)")
     parser.add_argument("--replica", type=int, default=None, help="override the config's replica index")
     parser.add_argument("--server-url", default=None,
                         help="override the config's server_url (a pod passes http://$(POD_IP):PORT)")

@@ -33,15 +33,15 @@ from draftgen_contracts.budget_shares import Outlook, Reach, Spend
 from draftgen_contracts.progress import DatasetProgress, DurableCounts
 from draftgen_contracts.sglang_protocol import GenerateResult
 from draftgen_contracts.states import DatasetState
-from jobrunner.config import DatasetConfig, GenerateConfig
+from jobrunner.shared.config import DatasetConfig, GenerateConfig
 from jobrunner.generate.actions import (Abort, Action, Cut, Keep, LeaveForNextRun, SendAgain, Stop,
                                        StopCuttingAtBudget, Tick)
 from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.end_tokens import ends_complete, request_end_ids
 from jobrunner.generate.length_model import LengthModel
-from jobrunner.output import OutputTotals
-from jobrunner.prompts import Prompt
-from jobrunner.stats import RateMeter
+from jobrunner.shared.output import OutputTotals
+from jobrunner.shared.prompts import Prompt
+from jobrunner.shared.stats import RateMeter
 
 log = logging.getLogger("jobrunner.generate")
 

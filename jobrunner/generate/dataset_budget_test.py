@@ -12,7 +12,7 @@ from jobrunner.generate.actions import Abort, Cut, Keep, LeaveForNextRun, SendAg
 from jobrunner.generate.dataset_budget import (BudgetMode, DatasetBudget, loses_cut_outputs, peer_spend,
                                                    replica_sample_cap,
                                                    still_settled, surplus)
-from jobrunner.prompts import Prompt
+from jobrunner.shared.prompts import Prompt
 
 BUDGET = 1000  # the builder's
 

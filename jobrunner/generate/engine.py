@@ -20,10 +20,10 @@ from draftgen_contracts import budget_shares, names
 from draftgen_contracts.generation_record import CutAtBudget, GenerationRecord, Timings
 from draftgen_contracts.progress import ProgressDocument
 from draftgen_contracts.sglang_protocol import BadRequest, GenerateResult, InvalidResponse, RequestFailed, SGLangError
-from jobrunner.config import DatasetConfig, GenerateConfig
-from jobrunner.coordination import Coordinator
-from jobrunner.dataset_files import record_file_set
-from jobrunner.datasets import read_rows
+from jobrunner.shared.config import DatasetConfig, GenerateConfig
+from jobrunner.shared.coordination import Coordinator
+from jobrunner.shared.dataset_files import record_file_set
+from jobrunner.shared.datasets import read_rows
 from jobrunner.generate import provenance
 from jobrunner.generate.actions import (Abort, Action, Cut, Keep, LeaveForNextRun, Order, Send, StartReading, Stop,
                                         StopCuttingAtBudget, Tick, WaitForServer)
@@ -32,8 +32,8 @@ from jobrunner.generate.decode_clock import DecodeClock
 from jobrunner.generate.end_tokens import model_end_ids
 from jobrunner.generate.feed import prepared_prompts
 from jobrunner.generate.scheduler import Scheduler
-from jobrunner.output import PartWriter, dataset_dir, other_parts
-from jobrunner.prompts import Prompt, PromptPreparer
+from jobrunner.shared.output import PartWriter, dataset_dir, other_parts
+from jobrunner.shared.prompts import Prompt, PromptPreparer
 from jobrunner.sglang.client import SGLangClient
 
 log = logging.getLogger("jobrunner.generate")

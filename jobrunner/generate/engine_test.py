@@ -4,7 +4,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from draftgen_dev.builders import generate_config
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.engine import Engine
 
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from draftgen_contracts import names, provenance
-from jobrunner.atomic import write_json_atomically
-from jobrunner.config import GenerateConfig
-from jobrunner.recommended_sampling import recommended_sampling
+from jobrunner.shared.atomic import write_json_atomically
+from jobrunner.shared.config import GenerateConfig
+from jobrunner.shared.recommended_sampling import recommended_sampling
 
 
 def session(config: GenerateConfig, server_info: dict, tokenizer=None, server_error: str | None = None,

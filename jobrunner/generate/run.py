@@ -9,21 +9,21 @@ import signal
 from pathlib import Path
 
 from draftgen_contracts.sglang_auth import ServerKeys
-from jobrunner.config import GenerateConfig
-from jobrunner.coordination import Coordinator, FileCoordinator
+from jobrunner.shared.config import GenerateConfig
+from jobrunner.shared.coordination import Coordinator, FileCoordinator
 from jobrunner.generate import metrics
 from jobrunner.generate.engine import Engine
 from jobrunner.preflight.model_facts import model_facts
 from jobrunner.preflight.problem import PreflightProblem
-from jobrunner.prompts import load_tokenizer
-from jobrunner.recommended_sampling import with_recommended_sampling
+from jobrunner.shared.prompts import load_tokenizer
+from jobrunner.shared.recommended_sampling import with_recommended_sampling
 from jobrunner.sglang.client import SGLangClient
 from jobrunner.sglang.retry import RetryPolicy
 
 
 def make_coordinator(config: GenerateConfig) -> Coordinator:
     if config.coordination.kind == "kubernetes":
-        from jobrunner.coordination_kube import KubeCoordinator
+        from jobrunner.shared.coordination_kube import KubeCoordinator
 
         c = config.coordination
         return KubeCoordinator(c.name, c.namespace, config.replica, config.replicas)

@@ -29,8 +29,8 @@ from jobrunner.generate.actions import (Action, LeaveForNextRun, Order, Send, Se
                                         StopCuttingAtBudget, WaitForServer)
 from jobrunner.generate.dataset_budget import DatasetBudget
 from jobrunner.generate.decode_clock import DecodeClock
-from jobrunner.output import OutputTotals
-from jobrunner.prompts import Prompt
+from jobrunner.shared.output import OutputTotals
+from jobrunner.shared.prompts import Prompt
 from jobrunner.sglang.rids import make_rid
 
 log = logging.getLogger("jobrunner.generate")

@@ -12,7 +12,7 @@ from jobrunner.generate.actions import (LeaveForNextRun, Order, Send, StartReadi
                                         WaitForServer)
 from jobrunner.generate.dataset_budget import DatasetBudget
 from jobrunner.generate.scheduler import MAX_CONSECUTIVE_FAILURES, READ_AHEAD, Scheduler, exit_code
-from jobrunner.prompts import Prompt
+from jobrunner.shared.prompts import Prompt
 
 SHORT = PromptClass(name="short", concurrency=4, max_new_tokens=1000)
 LONG = PromptClass(name="long", max_prompt_tokens=None, concurrency=2, max_new_tokens=1000)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, names
-from jobrunner.atomic import write_bytes_atomically
+from jobrunner.shared.atomic import write_bytes_atomically
 
 POLL_S = 1.0
 

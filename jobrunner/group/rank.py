@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
-from jobrunner.config import ConfigError, load_config
+from jobrunner.shared.config import ConfigError, load_config
 from jobrunner.generate import cli as generate_cli
 from jobrunner.generate.run import configure_logging, make_coordinator
 from jobrunner.group.follower import follow

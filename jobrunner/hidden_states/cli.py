@@ -13,8 +13,8 @@ from draftgen_contracts import drafters as drafter_choice
 from draftgen_contracts import exit_codes, hidden_state_layout, names
 from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES
-from jobrunner import corpus
-from jobrunner.full_volume import needs, ran_out_of_room, say_on_stderr
+from jobrunner.shared import corpus
+from jobrunner.shared.full_volume import needs, ran_out_of_room, say_on_stderr
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.backend import FINAL_STATES
 from jobrunner.hidden_states.extract import ESTIMATE_NAME, discard_unfinished_exports, extract, make_transformers_backend
@@ -44,7 +44,7 @@ def publisher(configmap: str | None):
     """Where the progress goes besides OUT: the run's extraction report ConfigMap, from a pod."""
     if not configmap:
         return None
-    from jobrunner.report_patch import patch_report
+    from jobrunner.shared.report_patch import patch_report
 
     return lambda text: patch_report(configmap, names.EXTRACTION_KEY, text)
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from draftgen_contracts import drafters as drafter_choice
 from draftgen_contracts import hidden_state_layout, provenance
 from draftgen_contracts.hidden_state_layout import human_bytes
-from jobrunner import corpus
-from jobrunner.atomic import write_json_atomically
+from jobrunner.shared import corpus
+from jobrunner.shared.atomic import write_json_atomically
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.backend import Backend
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings

@@ -15,7 +15,7 @@ from typing import Callable
 
 from draftgen_contracts import names
 from draftgen_contracts.extraction_progress import EXTRACTION_REPORT_EVERY_S, ExtractionProgress
-from jobrunner.atomic import write_bytes_atomically
+from jobrunner.shared.atomic import write_bytes_atomically
 
 
 class ExtractionReporter:

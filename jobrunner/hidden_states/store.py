@@ -27,7 +27,7 @@ from pathlib import Path
 
 from draftgen_contracts import names
 from draftgen_contracts.hidden_state_layout import SCALED_DTYPES
-from jobrunner.atomic import fsync_dir, write_json_atomically
+from jobrunner.shared.atomic import fsync_dir, write_json_atomically
 from jobrunner.hidden_states import fp8
 
 INDEX_NAME = "index.json"

@@ -2,7 +2,7 @@
 
 Two streaming passes, so memory is bounded by the bucket size whatever the corpus size:
 
-1. Partition. Each generation record (read with `jobrunner.output.iter_records`) is validated, put
+1. Partition. Each generation record (read with `jobrunner.shared.output.iter_records`) is validated, put
    through the truncated-response policy, encoded as its corpus line and given a key: a seeded
    128-bit BLAKE2b of its token content (prompt ids + response ids). The line goes to the bucket file
    that owns the key's range (bucket = top 64 bits * B >> 64), with the key in front.

@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
-from jobrunner.full_volume import full_at, ran_out_of_room, say_on_stderr
+from jobrunner.shared.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import TRUNCATED_POLICIES, MergeSettings
 from jobrunner.preflight.model_facts import model_facts

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from draftgen_contracts.generation_record import GenerationRecord
-from jobrunner import corpus, vocabulary
+from jobrunner.shared import corpus, vocabulary
 from jobrunner.merge.decisions import bucket_of, content_key, is_eval, record_problem, token_arrays, truncation_outcome
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.merge.tally import DatasetTally
-from jobrunner.output import iter_records
+from jobrunner.shared.output import iter_records
 
 
 def partition(files: list[Path], output_root: Path, bucket_paths: list[Path], settings: MergeSettings,

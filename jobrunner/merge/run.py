@@ -8,13 +8,13 @@ import shutil
 from pathlib import Path
 
 from draftgen_contracts import names, provenance
-from jobrunner import vocabulary
+from jobrunner.shared import vocabulary
 from jobrunner.merge.decisions import buckets_needed
 from jobrunner.merge.partition import partition
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.merge.shards import commit, manifest_of, write_shards
 from jobrunner.merge.tally import DatasetTally
-from jobrunner.output import record_files
+from jobrunner.shared.output import record_files
 
 
 def merge_corpus(output_root: str | os.PathLike, corpus_dir: str | os.PathLike, settings: MergeSettings,

@@ -16,7 +16,7 @@ class MergeSettings:
     shard_records: int | None = 100_000
     shard_bytes: int | None = 1 << 30
     memory_limit_mb: int = 512
-    # The EAGLE-3 draft vocabulary (jobrunner/vocabulary.py): SpecForge's and speculators' default size
+    # The EAGLE-3 draft vocabulary (jobrunner/shared/vocabulary.py): SpecForge's and speculators' default size
     # (specforge 0.2.0 algorithms/eagle3/providers.py; speculators 0.9.0 convert/eagle/eagle3_converter.py).
     draft_vocab_size: int = 32000
 

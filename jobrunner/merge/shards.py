@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from jobrunner import corpus, vocabulary
-from jobrunner.atomic import write_json_atomically
+from jobrunner.shared import corpus, vocabulary
+from jobrunner.shared.atomic import write_json_atomically
 from jobrunner.merge.decisions import is_eval
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.merge.tally import DatasetTally

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from draftgen_contracts import exit_codes, names
-from jobrunner.config import ConfigError, load_config
+from jobrunner.shared.config import ConfigError, load_config
 
 from .run import run_preflight, write_findings
 
@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     write_findings(findings, output)
     if config.coordination.kind == "kubernetes":  # a pod: the operator reads them from the ConfigMap
-        from jobrunner.report_patch import patch_report
+        from jobrunner.shared.report_patch import patch_report
 
         patch_report(names.preflight_report_name(config.coordination.name), names.PREFLIGHT_KEY, findings.to_json())
     for d in findings.datasets:

@@ -14,10 +14,10 @@ from draftgen_contracts.length_stats import LengthStats, length_stats
 from draftgen_contracts.preflight_report import PRIOR_RESPONSE_FRACTION, DatasetReport
 from draftgen_contracts.sglang_protocol import ids_outside_vocabulary
 from draftgen_contracts.generate_config import DatasetFields
-from jobrunner.dataset_files import dataset_files
-from jobrunner.datasets import (Conversation, DatasetRefused, DatasetRow, Pretokenized, SkippedRow, Trace,
+from jobrunner.shared.dataset_files import dataset_files
+from jobrunner.shared.datasets import (Conversation, DatasetRefused, DatasetRow, Pretokenized, SkippedRow, Trace,
                                 read_rows)
-from jobrunner.prompts import Prompt, PromptPreparer
+from jobrunner.shared.prompts import Prompt, PromptPreparer
 
 from .problem import PreflightProblem
 

@@ -15,9 +15,9 @@ from pydantic import Field
 
 from draftgen_contracts.preflight_report import PreflightReport
 from draftgen_contracts.sglang_auth import ServerKeys
-from jobrunner.atomic import write_bytes_atomically
-from jobrunner.config import GenerateConfig, missing_inputs
-from jobrunner.prompts import PromptPreparer
+from jobrunner.shared.atomic import write_bytes_atomically
+from jobrunner.shared.config import GenerateConfig, missing_inputs
+from jobrunner.shared.prompts import PromptPreparer
 
 from .dataset_scan import DatasetFindings, scan_dataset
 from .model_facts import ModelFacts, model_facts

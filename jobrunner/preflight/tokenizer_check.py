@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobrunner.prompts import load_tokenizer
+from jobrunner.shared.prompts import load_tokenizer
 
 from .problem import PreflightProblem
 from .remote_code import is_remote_code_refusal, refusal

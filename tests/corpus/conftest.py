@@ -6,7 +6,7 @@ import pytest
 
 from draftgen_contracts.generation_record import GenerationRecord
 from draftgen_dev import builders
-from jobrunner import output
+from jobrunner.shared import output
 
 
 def generation_record(dataset: str, row: int, prompt: list[int], response: list[int], finish: str = "stop") -> dict:

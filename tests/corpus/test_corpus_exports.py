@@ -9,7 +9,8 @@ import torch
 
 from draftgen_contracts.hidden_state_layout import export_bytes
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus, exports
+from jobrunner import exports
+from jobrunner.shared import corpus
 from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
 from jobrunner.hidden_states.store import load_sample

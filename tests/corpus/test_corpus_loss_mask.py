@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from draftgen_dev.tiny_model import build_tiny_tokenizer
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import MergeSettings
 from tests.corpus.conftest import generation_record, write_generation

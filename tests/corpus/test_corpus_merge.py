@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.merge.cli import target_vocab_size
 from jobrunner.merge import decisions
 from jobrunner.cli import main as cli_main
-from jobrunner.output import part_path
+from jobrunner.shared.output import part_path
 from tests.corpus.conftest import generation_record, synthetic_generation, write_generation
 
 

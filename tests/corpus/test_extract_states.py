@@ -17,7 +17,7 @@ from draftgen_contracts import names
 from draftgen_contracts.extraction_progress import parse_extraction_progress
 from draftgen_contracts.hidden_state_layout import bytes_per_token
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.cli import main as cli_main
 from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states import selection

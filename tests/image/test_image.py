@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from draftgen_dev.demo_assets import build_model, write_datasets
-from jobrunner.corpus import iter_corpus
+from jobrunner.shared.corpus import iter_corpus
 
 from ..local_run.conftest import quickstart, write_spec
 

@@ -8,8 +8,8 @@ import pytest
 
 from draftgen_contracts import exit_codes
 from draftgen_contracts.budget_shares import static_share
-from jobrunner import output
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared import output
+from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.run import run_generate
 from tests.jobrunner.test_generate import config
 

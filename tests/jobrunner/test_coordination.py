@@ -2,7 +2,7 @@
 restarted replica its own last report."""
 
 from draftgen_dev.builders import dataset_progress, progress
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared.coordination import FileCoordinator
 
 
 def test_replicas_see_each_others_reports_and_stops(tmp_path):

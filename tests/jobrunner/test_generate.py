@@ -11,8 +11,8 @@ from draftgen_contracts.sglang_protocol import ServerNotReady
 from draftgen_dev.builders import (ConfigBuilder, SpecBuilder, dataset_progress, generate_config, generation_record,
                                    progress)
 from draftgen_dev.cluster.controlplane import free_port
-from jobrunner import output
-from jobrunner.coordination import FileCoordinator
+from jobrunner.shared import output
+from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.run import run_generate
 
 FAST_SIM = {"speedup": 200.0}  # simulated seconds per real second

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from draftgen_dev.builders import generate_config
-from jobrunner import output
+from jobrunner.shared import output
 from tests.jobrunner.conftest import write_prompts
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 from draftgen_contracts import exit_codes
 from draftgen_dev.builders import generate_config
 from draftgen_dev.demo_assets import build_model
-from jobrunner.datasets import MAX_ROW_BYTES, MAX_ROW_GROUP_BYTES
+from jobrunner.shared.datasets import MAX_ROW_BYTES, MAX_ROW_GROUP_BYTES
 from jobrunner.preflight.run import run_preflight
 
 MiB = 1 << 20
@@ -65,7 +65,7 @@ def test_a_parquet_file_of_no_known_shape_is_refused_naming_it(tmp_path, model):
 MEASURE = """
 import json, sys
 import pyarrow.parquet  # imported before the baseline: the reader's import is not what is measured
-from jobrunner.datasets import DatasetRefused, read_rows
+from jobrunner.shared.datasets import DatasetRefused, read_rows
 
 def status(field):
     return int(next(l for l in open("/proc/self/status") if l.startswith(field)).split()[1]) * 1024
@@ -100,7 +100,7 @@ pq.write_table(pa.table({"prompt": [str(i) + "x" * (1 << 20) for i in range(rows
 
 
 def test_reading_hostile_files_stays_within_the_stated_memory(tmp_path):
-    """The bounds of jobrunner.datasets, measured as the reader's peak resident memory over its
+    """The bounds of jobrunner.shared.datasets, measured as the reader's peak resident memory over its
     baseline: a JSONL file of a 256 MB line, JSON nested 2 million deep and the largest row admitted
     costs at most 6 x MAX_ROW_BYTES (the largest row, its text and its objects; 87 MiB measured);
     a Parquet row group over MAX_ROW_GROUP_BYTES is refused from its metadata (5 MiB measured). The

@@ -14,7 +14,7 @@ import pytest
 
 from draftgen_contracts import exit_codes
 from draftgen_dev.builders import generate_config
-from jobrunner import output
+from jobrunner.shared import output
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import MergeSettings
 from jobrunner.generate.run import run_generate
@@ -64,7 +64,7 @@ def test_the_preflight_counts_the_same_rows_and_what_requests_asked_for_in_vain(
     from draftgen_contracts.generate_config import DatasetFields
     from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
     from jobrunner.preflight.dataset_scan import scan_dataset
-    from jobrunner.prompts import PromptPreparer, load_tokenizer
+    from jobrunner.shared.prompts import PromptPreparer, load_tokenizer
 
     preparer = PromptPreparer(load_tokenizer(tokenizer_path), {}, DEFAULT_PROMPT_CLASSES, 4096)
     for name, d in datasets(tmp_path).items():
@@ -114,7 +114,7 @@ def test_a_shard_set_resumes_after_sigkills_losing_and_repeating_no_sample(tmp_p
 
 async def test_a_file_after_the_last_is_read_on_resume_and_one_before_it_refused(simulator, tmp_path,
                                                                                  tokenizer_path):
-    from jobrunner.datasets import DatasetRefused
+    from jobrunner.shared.datasets import DatasetRefused
 
     sim = simulator(profile="chat", **FAST_SIM)
     math = shard_set(tmp_path / "math")

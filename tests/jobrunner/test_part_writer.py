@@ -9,7 +9,7 @@ import pytest
 
 from draftgen_contracts.generation_record import GenerationRecord
 from draftgen_dev.builders import generation_record
-from jobrunner import output
+from jobrunner.shared import output
 
 
 def record(row: int, n: int = 3, reason: str = "stop") -> GenerationRecord:

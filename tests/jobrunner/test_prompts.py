@@ -3,8 +3,8 @@
 import pytest
 
 from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES, PromptClass
-from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, parse_row
-from jobrunner.prompts import (
+from jobrunner.shared.datasets import Conversation, Pretokenized, SkippedRow, parse_row
+from jobrunner.shared.prompts import (
     Prompt,
     PromptPreparer,
     classify_prompt,

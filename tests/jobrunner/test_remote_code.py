@@ -12,8 +12,8 @@ import pytest
 from draftgen_dev.builders import generate_config
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_dev.kimi_like import RESERVED, VOCAB_SIZE, build_kimi_like, special_token_ids
-from jobrunner.prompts import load_tokenizer, render_conversation
-from jobrunner.datasets import Conversation
+from jobrunner.shared.prompts import load_tokenizer, render_conversation
+from jobrunner.shared.datasets import Conversation
 from jobrunner.preflight.run import end_token_ids, run_preflight
 from jobrunner.hidden_states.transformers_backend import TransformersBackend
 

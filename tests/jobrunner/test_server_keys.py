@@ -13,7 +13,7 @@ from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_contracts.sglang_protocol import KeysRefused
 from jobrunner.generate.run import run_generate
-from jobrunner.output import read_summary
+from jobrunner.shared.output import read_summary
 from tests.jobrunner.test_generate import config, records
 
 KEYS = ServerKeys(api_key="api-0123456789", admin_api_key="admin-9876543210")

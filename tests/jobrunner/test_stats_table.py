@@ -6,8 +6,8 @@ import json
 from draftgen_contracts.generation_record import CutAtBudget, Timings
 from draftgen_dev.builders import generate_config, generation_record
 from jobrunner import stats_table
-from jobrunner.output import PartWriter
-from jobrunner.stats import RateMeter, dataset_stats
+from jobrunner.shared.output import PartWriter
+from jobrunner.shared.stats import RateMeter, dataset_stats
 
 
 def test_rate_meter_window():

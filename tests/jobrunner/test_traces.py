@@ -9,10 +9,10 @@ import pytest
 
 from draftgen_contracts import exit_codes
 from draftgen_dev.demo_assets import write_traces
-from jobrunner.datasets import Trace
+from jobrunner.shared.datasets import Trace
 from jobrunner.generate.run import run_generate
 from jobrunner.preflight.problem import PreflightProblem
-from jobrunner.prompts import PromptPreparer, load_tokenizer, render_trace
+from jobrunner.shared.prompts import PromptPreparer, load_tokenizer, render_trace
 from tests.jobrunner.test_generate import FAST_SIM, config, records
 
 
@@ -63,7 +63,7 @@ async def test_traces_are_kept_as_they_are_within_the_budget_and_never_sent(simu
 def test_the_preflight_refuses_traces_of_another_tokenizer(tmp_path, tokenizer_path):
     from draftgen_contracts.prompt_classes import DEFAULT_PROMPT_CLASSES
     from jobrunner.preflight.dataset_scan import scan_dataset
-    from jobrunner.prompts import load_tokenizer as load
+    from jobrunner.shared.prompts import load_tokenizer as load
 
     tokenizer = load(tokenizer_path)
     preparer = PromptPreparer(tokenizer, {}, DEFAULT_PROMPT_CLASSES, 4096)

@@ -80,8 +80,8 @@ def lay_out_kimi_example(data: Path, model: Path) -> None:
     import pyarrow.parquet as pq
 
     from draftgen_dev.kimi_like import TURN_END
-    from jobrunner.datasets import Conversation
-    from jobrunner.prompts import load_tokenizer, render_conversation
+    from jobrunner.shared.datasets import Conversation
+    from jobrunner.shared.prompts import load_tokenizer, render_conversation
 
     made = write_datasets(data / "made", rows_per_dataset=30)
     prompts = data / "prompts"

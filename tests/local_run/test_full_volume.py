@@ -12,7 +12,7 @@ import pytest
 from draftgen_operator import cli
 from draftgen_contracts import exit_codes
 from draftgen_dev.demo_assets import write_datasets
-from jobrunner.corpus import iter_corpus
+from jobrunner.shared.corpus import iter_corpus
 from jobrunner.hidden_states.store import ShardStore, read_shard_header
 
 from .conftest import quickstart, write_spec

@@ -6,7 +6,7 @@ from __future__ import annotations
 from draftgen_operator import cli
 from draftgen_contracts import exit_codes
 from draftgen_dev.demo_assets import write_datasets
-from jobrunner.output import read_summary
+from jobrunner.shared.output import read_summary
 
 from .conftest import quickstart, write_spec
 

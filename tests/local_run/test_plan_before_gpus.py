@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from draftgen_operator import cli
-from jobrunner.output import record_files
+from jobrunner.shared.output import record_files
 
 from .conftest import quickstart, write_spec
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 
 from draftgen_operator import cli
-from jobrunner.corpus import iter_corpus
-from jobrunner.output import iter_records, read_summary, record_files
+from jobrunner.shared.corpus import iter_corpus
+from jobrunner.shared.output import iter_records, read_summary, record_files
 
 from .conftest import quickstart, write_spec
 

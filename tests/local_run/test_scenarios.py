@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 from tests.conftest import wait_for
 from tests.scenarios import SCENARIOS, play
 

@@ -15,7 +15,7 @@ from kubernetes import client
 from draftgen_contracts import names
 from draftgen_dev.builders import SpecBuilder
 from draftgen_dev.demo_assets import build_model, write_datasets
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 from tests.conftest import LOGS_ON_FAILURE, wait_for
 
 

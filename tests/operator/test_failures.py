@@ -9,7 +9,7 @@ from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.webhook import WEBHOOK_NAME, AdmissionWebhook
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 from tests.argocd.health import argocd_health
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status

@@ -11,7 +11,7 @@ from kubernetes import client
 
 from draftgen import api, plan
 from draftgen_contracts import names
-from jobrunner.report_patch import patch_report
+from jobrunner.shared.report_patch import patch_report
 from tests.chart.conftest import service_account_token, token_client
 from tests.manifests import manifest
 
@@ -104,7 +104,7 @@ def test_runner_token_is_allowed_its_report_and_refused_the_rest(cluster, k8s, t
 
 def test_a_report_patched_as_the_extraction_does_without_a_kubernetes_client(cluster, k8s, two_generations,
                                                                            tmp_path, monkeypatch):
-    """jobrunner.report_patch (the SGLang image has no Kubernetes client): the pod's mount and
+    """jobrunner.shared.report_patch (the SGLang image has no Kubernetes client): the pod's mount and
     variables, its own extraction report written, another run's refused by RBAC."""
     namespace = two_generations
     spec = SPEC.model_copy(update={"extraction": SPEC.extraction.model_copy(update={"enabled": True})})

@@ -9,7 +9,7 @@ import json
 
 from draftgen_contracts import names
 from draftgen_dev.demo import with_real_sglang
-from jobrunner.corpus import iter_corpus
+from jobrunner.shared.corpus import iter_corpus
 from tests.scenarios import check_records_match_status
 
 

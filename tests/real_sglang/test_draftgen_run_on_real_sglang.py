@@ -8,8 +8,8 @@ import json
 
 from draftgen_operator import cli
 from draftgen_contracts import names
-from jobrunner.corpus import iter_corpus
-from jobrunner.output import iter_records, read_summary, record_files
+from jobrunner.shared.corpus import iter_corpus
+from jobrunner.shared.output import iter_records, read_summary, record_files
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_dev.real_sglang.install import SGLANG_VERSION as REAL_SGLANG_VERSION
 from tests.local_run.conftest import quickstart, write_spec

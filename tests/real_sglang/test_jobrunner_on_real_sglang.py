@@ -13,7 +13,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from draftgen_contracts import exit_codes
-from jobrunner import output
+from jobrunner.shared import output
 from draftgen_dev.builders import generate_config
 from jobrunner.generate.run import run_generate
 from draftgen_dev.real_sglang.server import RealSGLang

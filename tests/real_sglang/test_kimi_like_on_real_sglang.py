@@ -17,11 +17,11 @@ import numpy as np
 from draftgen_operator import cli
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, VOCAB_SIZE, special_token_ids
-from jobrunner.corpus import iter_corpus
-from jobrunner.datasets import read_rows
+from jobrunner.shared.corpus import iter_corpus
+from jobrunner.shared.datasets import read_rows
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
-from jobrunner.output import iter_records, record_files
-from jobrunner.prompts import load_tokenizer, render_conversation
+from jobrunner.shared.output import iter_records, record_files
+from jobrunner.shared.prompts import load_tokenizer, render_conversation
 from tests.local_run.conftest import quickstart, write_spec
 from tests.real_sglang.test_sglang_extraction import sglang_extract
 
@@ -35,7 +35,7 @@ BF16_RELATIVE = 0.02
 
 def test_sglang_applies_the_models_recommended_sampling_to_its_openai_routes_but_not_to_generate(kimi_like,
                                                                                                   kimi_server):
-    """What draftgen's default rests on (jobrunner/recommended_sampling.py): the model's
+    """What draftgen's default rests on (jobrunner/shared/recommended_sampling.py): the model's
     generation_config.json says top_k 1, so a request that got it answers greedily, the same every time.
     The server runs with SGLang 0.5.23's default --sampling-defaults model. A one-off run with
     --sampling-defaults openai answered neither route greedily (docs/sglang.md#sampling-defaults)."""

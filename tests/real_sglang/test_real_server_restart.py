@@ -15,7 +15,7 @@ import time
 
 from draftgen_contracts import exit_codes
 from draftgen_dev.builders import generate_config
-from jobrunner import output
+from jobrunner.shared import output
 from tests.conftest import REPO
 from tests.jobrunner.conftest import write_prompts
 from tests.real_sglang.conftest import CONTEXT_LEN

@@ -31,9 +31,9 @@ import torch
 
 from draftgen_operator import cli
 from draftgen_dev.demo_assets import build_model, write_datasets
-from jobrunner import corpus
+from jobrunner.shared import corpus
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
-from jobrunner.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, record_files
 from tests.local_run.conftest import quickstart, write_spec
 
 from draftgen_dev.trainer_packages import use_trainer_packages

@@ -2,7 +2,7 @@
 
 import json
 
-from jobrunner.datasets import Conversation, parse_row
+from jobrunner.shared.datasets import Conversation, parse_row
 
 NEWS = {"name": "get_news_headlines", "description": "Get the latest news headlines",
         "parameters": {"type": "object", "properties": {"country": {"type": "string",

@@ -7,7 +7,7 @@ draftgen_contracts.budget_shares), and, once at start, its own last report befor
 (`previous_own`: a restarted replica keeps its predecessor's word).
 
 `FileCoordinator` implements it with atomic JSON files in one directory (the local runner, tests);
-`jobrunner.coordination_kube.KubeCoordinator` with the replica's report ConfigMap and the
+`jobrunner.shared.coordination_kube.KubeCoordinator` with the replica's report ConfigMap and the
 DatasetGeneration's status (the pods).
 """
 
@@ -20,7 +20,7 @@ from typing import Protocol
 
 from draftgen_contracts import names
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
-from jobrunner.atomic import write_bytes_atomically, write_json_atomically
+from jobrunner.shared.atomic import write_bytes_atomically, write_json_atomically
 
 
 class Coordinator(Protocol):

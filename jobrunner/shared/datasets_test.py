@@ -7,7 +7,7 @@ import pytest
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobrunner.datasets import Conversation, Pretokenized, SkippedRow, parse_row, read_rows
+from jobrunner.shared.datasets import Conversation, Pretokenized, SkippedRow, parse_row, read_rows
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 
@@ -98,7 +98,7 @@ def test_parquet_is_streamed_by_batch_with_global_row_indices(tmp_path):
 
 
 def test_trace_rows_of_every_shape_and_their_faults():
-    from jobrunner.datasets import Trace, parse_trace
+    from jobrunner.shared.datasets import Trace, parse_trace
 
     assert parse_trace(0, {"input_ids": [5, 6, 7, 8], "prompt_len": 2}) == Trace(0, [5, 6], [7, 8])
     assert parse_trace(1, {"input_ids": [5, 6, 7], "loss_mask": [0, 1, 1]}) == Trace(1, [5], [6, 7])
@@ -118,7 +118,7 @@ def test_trace_rows_of_every_shape_and_their_faults():
 
 
 def test_hostile_jsonl_rows_are_skipped_with_their_reason_and_the_rows_after_them_still_read(tmp_path, monkeypatch):
-    import jobrunner.datasets as datasets
+    import jobrunner.shared.datasets as datasets
 
     monkeypatch.setattr(datasets, "READ_CHUNK", 7)  # a long line is read past in many chunks
     at_limit = json.dumps({"prompt": "x" * 86}).encode()
@@ -143,7 +143,7 @@ def test_hostile_jsonl_rows_are_skipped_with_their_reason_and_the_rows_after_the
 
 
 def test_a_parquet_row_of_too_much_text_is_skipped(tmp_path, monkeypatch):
-    import jobrunner.datasets as datasets
+    import jobrunner.shared.datasets as datasets
 
     monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 1000)
     path = tmp_path / "d.parquet"
@@ -154,8 +154,8 @@ def test_a_parquet_row_of_too_much_text_is_skipped(tmp_path, monkeypatch):
 def test_parquet_files_that_cannot_be_read_safely_are_refused_naming_the_file(tmp_path, monkeypatch):
     import pytest
 
-    import jobrunner.datasets as datasets
-    from jobrunner.datasets import DatasetRefused
+    import jobrunner.shared.datasets as datasets
+    from jobrunner.shared.datasets import DatasetRefused
 
     not_parquet = tmp_path / "junk.parquet"
     not_parquet.write_bytes(b"PAR1 this is not parquet")
@@ -198,7 +198,7 @@ def test_a_shard_set_reads_its_files_in_name_order_with_indexes_counted_on(tmp_p
 
 
 def test_a_json_array_is_streamed_with_the_jsonl_bounds(tmp_path, monkeypatch):
-    import jobrunner.datasets as datasets
+    import jobrunner.shared.datasets as datasets
 
     monkeypatch.setattr(datasets, "MAX_ROW_BYTES", 200)
     monkeypatch.setattr(datasets, "READ_CHUNK", 16)
@@ -260,7 +260,7 @@ def test_a_parquet_file_whose_columns_fields_name_is_read():
     import tempfile
 
     from draftgen_contracts.generate_config import DatasetFields
-    from jobrunner.datasets import DatasetRefused
+    from jobrunner.shared.datasets import DatasetRefused
 
     with tempfile.TemporaryDirectory() as folder:
         path = f"{folder}/math.parquet"

@@ -1,7 +1,7 @@
 """OpenAI batch request rows: the body's messages and tools, custom_id as the source id, what else the
 body asks for counted as not honoured, other endpoints skipped."""
 
-from jobrunner.datasets import Conversation, parse_row
+from jobrunner.shared.datasets import Conversation, parse_row
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 

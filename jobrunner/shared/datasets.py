@@ -1,5 +1,5 @@
 """Prompt datasets: streamed JSONL, JSON array and Parquet rows in the common chat shapes, from one
-file or a set of them (jobrunner.dataset_files: folders, globs, shard sets, read in name order).
+file or a set of them (jobrunner.shared.dataset_files: folders, globs, shard sets, read in name order).
 
 Row shapes, recognised per row (docs/inputs.md):
 
@@ -8,8 +8,8 @@ Row shapes, recognised per row (docs/inputs.md):
 - ShareGPT `conversations` with `from`/`value` (human/gpt/system/tool and their usual aliases); a
   list of turns may mix `role`/`content` and `from`/`value`, told apart per turn;
 - a plain `prompt` with an optional `system`;
-- an OpenAI batch request (`custom_id`, `url`, `body`: jobrunner.openai_batch);
-- a Glaive function-calling row (`system`, `chat`: jobrunner.glaive);
+- an OpenAI batch request (`custom_id`, `url`, `body`: jobrunner.shared.openai_batch);
+- a Glaive function-calling row (`system`, `chat`: jobrunner.shared.glaive);
 - pre-tokenized `input_ids`, used exactly as they are.
 
 A dataset's `fields` name the columns that hold the prompt, the system prompt, the messages, the
@@ -33,7 +33,7 @@ Parquet, no column of a known shape, a row group too large to hold) is a `Datase
 
 Memory stays bounded whatever the file holds (docs/security.md#hostile-inputs): a JSONL line or an
 element of a JSON array is held only up to MAX_ROW_BYTES (a longer one is skipped, read past in
-chunks; an array is never parsed whole, jobrunner.json_array); a Parquet row group is read
+chunks; an array is never parsed whole, jobrunner.shared.json_array); a Parquet row group is read
 only when its metadata says it holds at most MAX_ROW_GROUP_BYTES, in batches of about BATCH_BYTES;
 a row nested deeper than MAX_DEPTH is skipped before anything recurses into it. The ids seen, for
 `duplicate_id`, are held as 8-byte hashes: about 70 bytes a row of a dataset with ids.
@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from draftgen_contracts.generate_config import DatasetFields, DatasetFormat
-from jobrunner.dataset_files import DatasetRefused, dataset_files, sniff_format
-from jobrunner.glaive import glaive_conversation, is_glaive
-from jobrunner.json_array import ArrayRefused, array_elements
-from jobrunner.openai_batch import batch_request, is_batch_request
-from jobrunner.row_error import RowError
+from jobrunner.shared.dataset_files import DatasetRefused, dataset_files, sniff_format
+from jobrunner.shared.glaive import glaive_conversation, is_glaive
+from jobrunner.shared.json_array import ArrayRefused, array_elements
+from jobrunner.shared.openai_batch import batch_request, is_batch_request
+from jobrunner.shared.row_error import RowError
 
 
 SKIP_REASONS = (
@@ -571,7 +571,7 @@ def read_rows(
     batch_rows: int | None = None,
     fields: DatasetFields | None = None,
 ) -> Iterator[DatasetRow]:
-    """Stream this replica's share of a dataset (a file, a folder or a glob: jobrunner.dataset_files),
+    """Stream this replica's share of a dataset (a file, a folder or a glob: jobrunner.shared.dataset_files),
     in row order, as parsed or skipped rows (Trace rows for a dataset of existing traces);
     DatasetRefused for a file that cannot be read safely. `batch_rows`: Parquet rows per batch
     (default: about BATCH_BYTES of the file's average row)."""

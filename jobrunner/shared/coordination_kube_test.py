@@ -1,5 +1,5 @@
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
-from jobrunner.coordination_kube import EveryDataset, peers_in_reports
+from jobrunner.shared.coordination_kube import EveryDataset, peers_in_reports
 
 
 def report(replica: int, replicas: int = 2, **datasets: DatasetProgress) -> ProgressDocument:

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from jobrunner.atomic import write_bytes_atomically
+from jobrunner.shared.atomic import write_bytes_atomically
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 GLOB_CHARACTERS = frozenset("*?[")

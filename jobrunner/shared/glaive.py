@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from jobrunner.row_error import RowError
+from jobrunner.shared.row_error import RowError
 
 _TURN = re.compile(r"(?:\A\s*|\n{2,})(USER|ASSISTANT|FUNCTION RESPONSE):[ \t]?")
 _ROLES = {"USER": "user", "ASSISTANT": "assistant", "FUNCTION RESPONSE": "tool"}

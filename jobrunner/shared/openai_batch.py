@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobrunner.row_error import RowError
+from jobrunner.shared.row_error import RowError
 
 CHAT_URLS = ("/v1/chat/completions", "/chat/completions")
 USED = ("messages", "tools")

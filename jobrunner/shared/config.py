@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from draftgen_contracts.generate_config import DatasetConfig, GenerateConfig
 from draftgen_contracts.validation import error_lines
-from jobrunner.dataset_files import DatasetRefused, files_outside
+from jobrunner.shared.dataset_files import DatasetRefused, files_outside
 
 # The config's two models are this module's too: jobrunner's code reads them from where it loads them.
 __all__ = ["ConfigError", "DatasetConfig", "GenerateConfig", "load_config", "missing_inputs", "parse_config"]

@@ -1,4 +1,4 @@
-"""Why one dataset row is skipped: a reason of jobrunner.datasets.SKIP_REASONS and its detail."""
+"""Why one dataset row is skipped: a reason of jobrunner.shared.datasets.SKIP_REASONS and its detail."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from jobrunner.vocabulary import TokenTally, draft_tokens, maps
+from jobrunner.shared.vocabulary import TokenTally, draft_tokens, maps
 
 
 def test_the_most_frequent_tokens_ties_by_the_lower_id():

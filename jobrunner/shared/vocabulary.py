@@ -27,7 +27,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from jobrunner.atomic import write_bytes_atomically
+from jobrunner.shared.atomic import write_bytes_atomically
 
 FOLDER = "vocab"
 COUNTS_FILE = "token_freq.json"
@@ -112,7 +112,7 @@ def write(corpus_dir: str | Path, counts: Counter, draft_size: int, target_size:
     with their sha256, and why the maps are missing where they are)."""
     import numpy as np
 
-    from jobrunner import corpus
+    from jobrunner.shared import corpus
 
     folder = Path(corpus_dir) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ from pathlib import Path
 from draftgen_contracts import names
 from draftgen_contracts.generation_record import GenerationRecord, SkipEntry
 from draftgen_contracts.progress import DurableCounts
-from jobrunner.atomic import write_bytes_atomically
+from jobrunner.shared.atomic import write_bytes_atomically
 
 SUMMARY_VERSION = 1
 

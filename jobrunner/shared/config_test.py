@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobrunner.config import ConfigError, load_config, parse_config
+from jobrunner.shared.config import ConfigError, load_config, parse_config
 
 BASE = {"server_url": "http://127.0.0.1:1", "output_root": "/tmp/x", "tokenizer_path": "/t",
         "datasets": [{"name": "a", "path": "a.jsonl", "budget_tokens": 10}]}

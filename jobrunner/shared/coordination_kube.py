@@ -1,4 +1,4 @@
-"""The Kubernetes side of coordination (jobrunner.coordination.Coordinator) for generation pods.
+"""The Kubernetes side of coordination (jobrunner.shared.coordination.Coordinator) for generation pods.
 
 A replica publishes its progress into its own report ConfigMap (the only objects its
 ServiceAccount may write) and reads the other replicas' reports from theirs (tokens, state,
@@ -22,7 +22,7 @@ from draftgen_contracts import names
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument, parse_progress
 from draftgen_contracts.states import DATASET_DONE
 
-log = logging.getLogger("jobrunner.coordination")
+log = logging.getLogger("jobrunner.shared.coordination")
 
 
 def load_kube_config() -> None:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from jobrunner.json_array import ArrayRefused, array_elements
+from jobrunner.shared.json_array import ArrayRefused, array_elements
 
 ROWS = [{"prompt": 'brackets ",]}[{ and an escaped quote \\" in a string'}, {"messages": [{"role": "user"}]},
         [1, [2, {}]], "text", 5, None]

@@ -1,7 +1,7 @@
 import json
 
 from draftgen_dev.builders import generate_config
-from jobrunner.recommended_sampling import recommended_sampling, with_recommended_sampling
+from jobrunner.shared.recommended_sampling import recommended_sampling, with_recommended_sampling
 
 
 def write_generation_config(folder, **document):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from draftgen_contracts.prompt_classes import PromptClass
-from jobrunner.datasets import Conversation, DatasetRow, Pretokenized, RowError, SkippedRow, Trace
+from jobrunner.shared.datasets import Conversation, DatasetRow, Pretokenized, RowError, SkippedRow, Trace
 
 ContextPolicy = Literal["skip", "clamp"]
 
@@ -31,7 +31,7 @@ class Prompt:
     # An existing trace's response (kind `traces`): written as it is, never asked of the server.
     response_ids: list[int] | None = None
     finish_reason: str = "stop"
-    source_id: str | None = None  # the row's own id (jobrunner.datasets), carried into its record
+    source_id: str | None = None  # the row's own id (jobrunner.shared.datasets), carried into its record
 
 
 def classify_prompt(prompt_tokens: int, classes: Sequence[PromptClass]) -> PromptClass:

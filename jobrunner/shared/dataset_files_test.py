@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from jobrunner.dataset_files import (DatasetRefused, dataset_files, files_outside, record_file_set,
+from jobrunner.shared.dataset_files import (DatasetRefused, dataset_files, files_outside, record_file_set,
                                      resolves_outside, sniff_format)
 
 

@@ -1,6 +1,6 @@
 """Per-dataset statistics, live (during generation) and final (from the durable summaries).
 
-Everything final is computed from the part summaries (`jobrunner.output.read_summary`), which hold
+Everything final is computed from the part summaries (`jobrunner.shared.output.read_summary`), which hold
 every completed response's length, so statistics survive restarts and never reread the records.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from draftgen_contracts import budget
 from draftgen_contracts.length_stats import LengthStats, length_counts, length_stats
-from jobrunner.output import datasets_in, read_summary, summary_replicas
+from jobrunner.shared.output import datasets_in, read_summary, summary_replicas
 
 
 class RateMeter:
