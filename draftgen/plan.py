@@ -496,7 +496,7 @@ def extract_job(name: str, spec: api.DatasetGenerationSpec, settings: OperatorSe
 def with_sglang_image(container: dict, pod_spec: dict, runner_image: str, server_image: str,
                       server_context: dict) -> None:
     """The extraction container runs the server's image; an init container from draftgen's image
-    copies jobrunner into an emptyDir that container imports it from (jobrunner.copy_code)."""
+    copies jobrunner into an emptyDir that container imports it from (jobrunner.copy_code.cli)."""
     code = {"name": "jobrunner-code", "mountPath": names.CODE_MOUNT}
     pod_spec["initContainers"] = [{
         "name": "jobrunner-code", "image": runner_image, "command": ["jobrunner", "copy-code", names.CODE_MOUNT],

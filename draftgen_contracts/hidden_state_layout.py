@@ -25,7 +25,7 @@ def bytes_per_token(hidden_size: int, aux_count: int, dtype: str) -> int:
     return states * hidden_size * DTYPE_BYTES[dtype] + scales + ID_BYTES + MASK_BYTES
 
 
-# What each state export writes (jobrunner/exports.py): SpecForge's files hold the states in bf16
+# What each state export writes (jobrunner/hidden_states/exports.py): SpecForge's files hold the states in bf16
 # (fp8 dequantized) with int64 ids and an int64 loss mask; speculators' keep the storage dtype (fp8
 # with its scales) with int64 token ids, and its Arrow rows int64 ids and mask again. Per sample
 # besides: a file's own header and zip or safetensors framing (measured on the tiny model in

@@ -19,7 +19,7 @@ def test_nearest_rank_quantiles_are_lengths_that_occurred(counts, expected):
 
 
 def test_the_report_and_the_manifest_read_one_definition():
-    from jobrunner.shared import stats
+    from jobrunner.stats import dataset_stats as stats
     from jobrunner.merge import tally
 
     assert tally.length_stats is stats.length_stats is length_stats

@@ -46,3 +46,13 @@ def test_the_readme_is_a_map_that_indexes_every_doc():
     index = readme.split("## The docs, by question", 1)[1].split("\n## ", 1)[0]
     unlisted = [p.name for p in sorted((REPO / "docs").glob("*.md")) if f"(docs/{p.name})" not in index]
     assert not unlisted, f"docs missing from the README's index: {unlisted}"
+
+
+def test_jobrunner_is_its_command_table_and_packages():
+    """A stage is a package (its command line, its pure decisions, its I/O), the libraries they share
+    are `jobrunner/shared/`: jobrunner's root holds only the command table beside them."""
+    from jobrunner.cli import COMMANDS
+
+    modules = sorted(p.name for p in (REPO / "jobrunner").glob("*.py") if not p.name.endswith("_test.py"))
+    assert modules == ["__init__.py", "__main__.py", "cli.py"]
+    assert [name for name, (module, _) in COMMANDS.items() if module.rsplit(".", 1)[0] == "jobrunner"] == []

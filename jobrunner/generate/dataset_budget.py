@@ -41,7 +41,7 @@ from jobrunner.generate.end_tokens import ends_complete, request_end_ids
 from jobrunner.generate.length_model import LengthModel
 from jobrunner.shared.output import OutputTotals
 from jobrunner.shared.prompts import Prompt
-from jobrunner.shared.stats import RateMeter
+from jobrunner.shared.rate_meter import RateMeter
 
 log = logging.getLogger("jobrunner.generate")
 

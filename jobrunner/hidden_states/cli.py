@@ -127,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
         extract(args.corpus, args.out, args.model, settings, make_backend=backend_factory(args),
                 publish=publisher(args.report_configmap))
         if args.export:
-            from jobrunner.exports import export_states
+            from jobrunner.hidden_states.exports import export_states
 
             for kind in args.export:
                 for folder in export_states(args.out, kind, args.corpus):

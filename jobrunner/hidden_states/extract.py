@@ -175,7 +175,7 @@ def make_transformers_backend(model_path, layers, final_state, dtype, device="cp
 
 
 def discard_unfinished_exports(out_dir: Path) -> None:
-    from jobrunner.exports import UNFINISHED_SUFFIX
+    from jobrunner.shared.export_folder import UNFINISHED_SUFFIX
 
     for folder in (out_dir / "exports").glob("*" + UNFINISHED_SUFFIX):
         shutil.rmtree(folder, ignore_errors=True)

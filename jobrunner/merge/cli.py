@@ -79,10 +79,10 @@ def main(args: argparse.Namespace) -> int:
         settings, exports = settings_from(args)
         merge_corpus(args.output_root, corpus_dir, settings, target_vocab_size=target_vocab_size(args.model))
         if exports:
-            from jobrunner import exports as exporters
+            from jobrunner.merge.exports import export_corpus
 
             for kind in exports:
-                path = exporters.export_corpus(corpus_dir, kind)
+                path = export_corpus(corpus_dir, kind)
                 print(f"merge: export {kind} -> {path}")
     except (ValueError, FileNotFoundError) as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)

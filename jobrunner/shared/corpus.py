@@ -17,7 +17,7 @@ with the source row's own id after `cut_at_budget` (`"source_id": "req-17"`) whe
 The manifest is the commit point: it is written last (temp file + rename) and readers open only the
 shards it lists, so a merge killed half-way leaves the previous corpus readable and complete.
 JSON Lines (not Parquet) because it streams with the standard library and is byte-deterministic;
-the Parquet export (jobrunner/exports.py) is for `datasets.load_dataset`.
+the Parquet export (jobrunner/merge/exports.py) is for `datasets.load_dataset`.
 """
 
 from __future__ import annotations

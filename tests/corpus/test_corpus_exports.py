@@ -9,7 +9,8 @@ import torch
 
 from draftgen_contracts.hidden_state_layout import export_bytes
 from draftgen_dev.tiny_model import build_tiny_llama
-from jobrunner import exports
+from jobrunner.hidden_states.exports import corpus_facts, export_states
+from jobrunner.merge.exports import export_corpus
 from jobrunner.shared import corpus
 from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
@@ -31,7 +32,7 @@ def corpus_dir(tmp_path_factory):
 def test_parquet_holds_the_corpus(corpus_dir):
     import pyarrow.parquet as pq
 
-    out = exports.export_corpus(corpus_dir, "hf-parquet")
+    out = export_corpus(corpus_dir, "hf-parquet")
     for split in corpus.SPLITS:
         rows = [r for p in sorted(out.glob(f"{split}-*.parquet")) for r in pq.read_table(p).to_pylist()]
         # source_id is null where a row had no id of its own (the corpus record then has no key)
@@ -39,7 +40,7 @@ def test_parquet_holds_the_corpus(corpus_dir):
 
 
 def test_speculators_jsonl(corpus_dir):
-    out = exports.export_corpus(corpus_dir, "speculators-jsonl")
+    out = export_corpus(corpus_dir, "speculators-jsonl")
     rows = [json.loads(line) for line in open(out / "train.jsonl")]
     want = list(corpus.iter_corpus(corpus_dir, "train"))
     assert [(r["input_ids"], r["loss_mask"]) for r in rows] == [(r["input_ids"], r["loss_mask"]) for r in want]
@@ -56,11 +57,11 @@ def test_state_exports(corpus_dir, tmp_path, kind, final_state):
     index = extracted(corpus_dir, out, model, dtype="fp32", final_state=final_state)
     other = "speculators" if kind == "specforge" else "specforge"
     with pytest.raises(ValueError, match="final state"):
-        exports.export_states(out, other, corpus_dir)
-    exp = exports.export_states(out, kind, corpus_dir)[0] / "train"
+        export_states(out, other, corpus_dir)
+    exp = export_states(out, kind, corpus_dir)[0] / "train"
     ids = json.loads((exp / "sample_ids.json").read_text())
     assert ids == sorted(index["samples"])
-    facts = exports.corpus_facts(corpus_dir)
+    facts = corpus_facts(corpus_dir)
     for i, sid in enumerate(ids):
         s = load_sample(out, sid, index)
         if kind == "specforge":
@@ -98,7 +99,7 @@ def test_fp8_states_export_as_fp8_for_speculators_and_bf16_for_specforge(corpus_
     for final_state, kind in (("pre-norm", "speculators"), ("post-norm", "specforge")):
         out = tmp_path / kind
         index = extracted(corpus_dir, out, model, dtype="fp8", final_state=final_state)
-        exp = exports.export_states(out, kind, corpus_dir)[0] / "train"
+        exp = export_states(out, kind, corpus_dir)[0] / "train"
         sid = sorted(index["samples"])[0]
         s = load_sample(out, sid, index)
         if kind == "speculators":
@@ -117,7 +118,7 @@ def test_state_exports_keep_the_splits_apart_and_say_what_each_holds(corpus_dir,
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
     index = extracted(corpus_dir, out, model, splits=tuple(corpus.SPLITS), dtype="fp32", final_state="post-norm")
-    exp, = exports.export_states(out, "specforge", corpus_dir)
+    exp, = export_states(out, "specforge", corpus_dir)
     manifest = json.loads((exp / "manifest.json").read_text())
     by_split = {split: json.loads((exp / split / "sample_ids.json").read_text()) for split in corpus.SPLITS}
     for split, ids in by_split.items():
@@ -144,10 +145,10 @@ def test_one_forward_serves_eagle3_dflash_and_mtp_and_each_export_picks_its_laye
     assert index["run"]["aux_layers"] == [1, 2, 3, 4, 5]
     assert index["run"]["drafters"] == {"eagle3": [1, 3, 4], "dflash": [1, 2, 3, 4, 5], "mtp": []}
     assert json.loads((out / "estimate.json").read_text())["aux_count"] == 5  # the bytes follow the layers
-    folders = exports.export_states(out, "speculators", corpus_dir)
+    folders = export_states(out, "speculators", corpus_dir)
     assert [f.name for f in folders] == ["speculators", "speculators-dflash", "speculators-mtp"]
     with pytest.raises(ValueError, match="post-norm"):  # SpecForge's EAGLE-3 reads the post-norm state
-        exports.export_states(out, "specforge", corpus_dir)
+        export_states(out, "specforge", corpus_dir)
     sid = sorted(index["samples"])[0]
     s = load_sample(out, sid, index)
     aux, final = s["aux_hidden_states"], s["final_hidden_state"]
@@ -161,7 +162,7 @@ def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir,
     model = build_tiny_llama(tmp_path / "m", vocab_size=1024)
     out = tmp_path / "states"
     index = extracted(corpus_dir, out, model, dtype="fp32", final_state="pre-norm", drafters=("dflash",))
-    folder, = exports.export_states(out, "specforge", corpus_dir)
+    folder, = export_states(out, "specforge", corpus_dir)
     assert folder.name == "specforge-dflash"
     d = torch.load(folder / "train" / "rows_00000000-00001000" / "data_00000000.ckpt")
     s = load_sample(out, sorted(index["samples"])[0], index)
@@ -171,7 +172,7 @@ def test_specforges_dflash_layout_takes_states_of_either_final_state(corpus_dir,
         extracted(corpus_dir, tmp_path / "mtp", model, drafters=("mtp",))
     extracted(corpus_dir, tmp_path / "mtp", model, drafters=("mtp",), aux_layers=(5,), final_state="pre-norm")
     with pytest.raises(ValueError, match="specforge trains none of the drafters these states serve"):
-        exports.export_states(tmp_path / "mtp", "specforge", corpus_dir)
+        export_states(tmp_path / "mtp", "specforge", corpus_dir)
 
 
 def test_fp8_states_keep_their_scales_in_speculators_dflash_and_mtp_layouts(corpus_dir, tmp_path):
@@ -184,7 +185,7 @@ def test_fp8_states_keep_their_scales_in_speculators_dflash_and_mtp_layouts(corp
     index = extracted(corpus_dir, out, model, dtype="fp8", final_state="pre-norm", drafters=("dflash", "mtp"))
     s = load_sample(out, sorted(index["samples"])[0], index)  # dequantized to bf16
     aux, final = s["aux_hidden_states"], s["final_hidden_state"]
-    for folder, want in zip(exports.export_states(out, "speculators", corpus_dir), (aux, final.unsqueeze(1))):
+    for folder, want in zip(export_states(out, "speculators", corpus_dir), (aux, final.unsqueeze(1))):
         d = load_file(folder / "train" / "hidden_states" / "hs_0.safetensors")
         assert d["hidden_states_scales"].shape[1:] == (want.shape[1] + 1, 1), folder.name
         restored = (d["hidden_states"].float() * d["hidden_states_scales"]).bfloat16()

@@ -15,7 +15,7 @@ from jobrunner.merge.settings import MergeSettings
 from jobrunner.cli import main as cli_main
 from jobrunner.hidden_states.extract import extract
 from jobrunner.hidden_states.extraction_settings import ExtractionSettings
-from jobrunner.validate import mask_problem, once_problems
+from jobrunner.validate.checks import mask_problem, once_problems
 from tests.corpus.conftest import synthetic_generation
 
 QUIET = dict(log=lambda *_: None)

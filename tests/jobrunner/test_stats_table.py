@@ -5,9 +5,10 @@ import json
 
 from draftgen_contracts.generation_record import CutAtBudget, Timings
 from draftgen_dev.builders import generate_config, generation_record
-from jobrunner import stats_table
+from jobrunner.stats import cli, render
 from jobrunner.shared.output import PartWriter
-from jobrunner.shared.stats import RateMeter, dataset_stats
+from jobrunner.shared.rate_meter import RateMeter
+from jobrunner.stats.dataset_stats import dataset_stats
 
 
 def test_rate_meter_window():
@@ -46,7 +47,7 @@ def test_responses_cut_at_the_budget_are_counted_apart_from_those_at_max_new_tok
     s = dataset_stats(tmp_path, "d")
     assert (s.truncated, s.truncated_share) == (1, 1 / 8)
     assert (s.cut, s.cut_share, s.cut_tokens, s.cut_token_share) == (3, 3 / 8, 300, 300 / 1600)
-    assert stats_table.table_rows([s])[0][stats_table.COLUMNS.index("cut"):stats_table.COLUMNS.index("skipped")] == (
+    assert render.table_rows([s])[0][render.COLUMNS.index("cut"):render.COLUMNS.index("skipped")] == (
         "37.5%", "18.8%")
 
 
@@ -66,7 +67,7 @@ def test_stats_table_figures_and_summary(tmp_path, capsys):
     png_dir = tmp_path / "png"
     args = argparse.Namespace(output_root=str(tmp_path), png_dir=str(png_dir), json=False, config=str(config),
                               budget=None)
-    assert stats_table.main(args) == 0
+    assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert "d" in out and "14,000" in out
     for figure in ("d.png", "e.png", "overview.png"):
@@ -78,12 +79,12 @@ def test_stats_table_figures_and_summary(tmp_path, capsys):
 
 
 def test_log_bins_cover_every_length():
-    bins = stats_table.log_bins([3, 16384])
+    bins = render.log_bins([3, 16384])
     assert round(bins[0], 6) == 3 and bins[-1] > 16384 and all(a < b for a, b in zip(bins, bins[1:]))
 
 
 def test_histogram_markers_that_coincide_share_one_label():
-    from jobrunner.stats_table import marker_labels
+    from jobrunner.stats.render import marker_labels
 
     assert marker_labels({"median": 400.0, "p90": 400.0}) == [(400.0, "median=p90")]
     assert marker_labels({"median": 120.0, "p90": 400.0}) == [(120.0, "median"), (400.0, "p90")]

@@ -1,12 +1,8 @@
-"""Per-dataset statistics, live (during generation) and final (from the durable summaries).
-
-Everything final is computed from the part summaries (`jobrunner.shared.output.read_summary`), which hold
-every completed response's length, so statistics survive restarts and never reread the records.
-"""
+"""Per-dataset statistics from the durable part summaries (`jobrunner.shared.output.read_summary`), which
+hold every completed response's length: they survive restarts and never reread the records."""
 
 from __future__ import annotations
 
-import collections
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -14,34 +10,6 @@ from dataclasses import asdict, dataclass, field
 from draftgen_contracts import budget
 from draftgen_contracts.length_stats import LengthStats, length_counts, length_stats
 from jobrunner.shared.output import datasets_in, read_summary, summary_replicas
-
-
-class RateMeter:
-    """Tokens per second over a sliding window of recent completions (live progress, ETA)."""
-
-    def __init__(self, window_s: float = 60.0):
-        self.window_s = window_s
-        self._events: collections.deque[tuple[float, int]] = collections.deque()
-        self._tokens_in_window = 0
-        self._started: float | None = None
-
-    def add(self, now: float, tokens: int) -> None:
-        if self._started is None:
-            self._started = now
-        self._events.append((now, tokens))
-        self._tokens_in_window += tokens
-        self._trim(now)
-
-    def _trim(self, now: float) -> None:
-        while self._events and self._events[0][0] < now - self.window_s:
-            self._tokens_in_window -= self._events.popleft()[1]
-
-    def rate(self, now: float) -> float:
-        self._trim(now)
-        if self._started is None:
-            return 0.0
-        span = min(self.window_s, now - self._started)
-        return self._tokens_in_window / span if span > 0 else 0.0
 
 
 @dataclass

@@ -1,22 +1,12 @@
-"""`jobrunner stats --output-root D [--png-dir P] [--config F]`: per-dataset statistics as a table;
-with --png-dir also one histogram per dataset, one overview figure of every dataset (response and
-prompt lengths on shared log axes, truncation and cuts at the budget, budget progress) and a Markdown summary (stats.md).
-
-Computed from the durable part summaries (jobrunner.shared.stats), so it works during a run, after a
-restart, and after the run, without rereading the records. --config (the run's generate config)
-gives the budgets.
-"""
+"""The statistics as a table, figures (one histogram per dataset, one overview) and a Markdown summary."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 from pathlib import Path
 
-from draftgen_contracts import exit_codes
-from jobrunner.shared.stats import DatasetStats, all_dataset_stats, all_lengths
+from jobrunner.stats.dataset_stats import DatasetStats, all_lengths
 
 COLUMNS = ("dataset", "samples", "tokens", "tok/s", "mean", "median", "p90", "p99", "max", ">1K", ">5K",
            "truncated", "cut", "cut tokens", "skipped")
@@ -172,41 +162,3 @@ def render_markdown(stats: list[DatasetStats], figures: list[str]) -> str:
               "dataset's tokens over the span from its first request sent to its last response.", ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures]
     return "\n".join(lines) + "\n"
-
-
-def budgets_from(config_path: str | None, pairs: list[str] | None) -> dict[str, int]:
-    """The budgets of the run's generate config, then NAME=TOKENS pairs over them."""
-    budgets = {}
-    if config_path:
-        from jobrunner.shared.config import load_config
-
-        budgets = {d.name: d.budget_tokens for d in load_config(config_path).datasets}
-    for pair in pairs or ():
-        name, _, tokens = pair.partition("=")
-        budgets[name] = int(tokens)
-    return budgets
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output-root", required=True, help="the generate output root")
-    parser.add_argument("--png-dir", default=None,
-                        help="write the figures (one per dataset, overview.png) and stats.md here")
-    parser.add_argument("--config", default=None, help="the run's generate config, for the budgets")
-    parser.add_argument("--budget", action="append", metavar="DATASET=TOKENS", help="a dataset's budget (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print the statistics as JSON instead of a table")
-
-
-def main(args: argparse.Namespace) -> int:
-    stats = all_dataset_stats(args.output_root, budgets_from(args.config, args.budget))
-    if not stats:
-        print(f"no generate output under {args.output_root}")
-        return exit_codes.FAILED
-    print(json.dumps([s.to_json() for s in stats], indent=2) if args.json else render_table(stats))
-    if args.png_dir:
-        figures = [render_overview(args.output_root, stats, args.png_dir),
-                   *render_histograms(args.output_root, stats, args.png_dir)]
-        summary = Path(args.png_dir) / "stats.md"
-        summary.write_text(render_markdown(stats, [str(f) for f in figures]))
-        for path in (*figures, summary):
-            print(f"wrote {path}")
-    return exit_codes.OK

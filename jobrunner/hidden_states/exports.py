@@ -1,19 +1,10 @@
-"""Exports of the corpus and of the extracted states into the layouts other tools read (docs/formats.md).
-
-Corpus exports (`jobrunner merge --export KIND`, into CORPUS/exports/KIND/):
-- `hf-parquet`: one Parquet file per corpus shard, for `datasets.load_dataset("parquet", ...)`.
-- `speculators-jsonl`: `{split}.jsonl` rows with `input_ids` + `loss_mask` (and `sample_id`,
-  `truncated`, `cut_at_budget`, which its preparation leaves behind), the pre-tokenized input
-  that vllm-project/speculators' `scripts/prepare_data.py --data FILE.jsonl` passes through unchanged
-  (`_passthrough_pretokenized` in speculators/data_generation/preprocessing.py, seen at c05b95b).
-
-State exports (`jobrunner extract --export KIND`, into OUT/exports/KIND/SPLIT/, train and eval apart, so
-a trainer pointed at `train/` never sees the eval split; for each drafter the states serve that KIND
-trains, EAGLE-3's in KIND/, the others' in KIND-<drafter>/, each with its drafter's layers alone,
-draftgen_contracts/drafters.py), one file per sample in sample-id order, with
-`sample_ids.json` giving each file's sample and `OUT/exports/KIND/manifest.json` each split's counts;
-the merge's draft-vocabulary files (jobrunner/shared/vocabulary.py) go where each trainer looks for them
-(`_with_vocabulary`):
+"""The extracted states' exports into the layouts trainers read (`jobrunner extract --export KIND`, into
+OUT/exports/KIND/SPLIT/, train and eval apart, so a trainer pointed at `train/` never sees the eval
+split; for each drafter the states serve that KIND trains, EAGLE-3's in KIND/, the others' in
+KIND-<drafter>/, each with its drafter's layers alone, draftgen_contracts/drafters.py), one file per
+sample in sample-id order, with `sample_ids.json` giving each file's sample and
+`OUT/exports/KIND/manifest.json` each split's counts; the merge's draft-vocabulary files
+(jobrunner/shared/vocabulary.py) go where each trainer looks for them (`_with_vocabulary`):
 - `specforge`: `rows_{g:08d}-{g+1000:08d}/data_{i:08d}.ckpt` (torch.save) with `input_ids` [L],
   `loss_mask` [L], `hidden_state` [1, L, H] (post-norm) and `aux_hidden_state` [1, L, K*H], in bf16
   (fp8 states dequantized): the keys SpecForge's offline reader requires; and `truncated`,
@@ -26,97 +17,24 @@ the merge's draft-vocabulary files (jobrunner/shared/vocabulary.py) go where eac
   `input_ids`, `loss_mask`, `seq_len`, `sample_id`, `truncated` and `cut_at_budget`, beside `hidden_states/hs_{i}.safetensors`
   with `token_ids` [L] and `hidden_states` [L, K+1, H] (aux layers, then the pre-norm final state);
   fp8 states stay fp8 with `hidden_states_scales` [L, K+1, 1] for its FP8Transfer.
-"""
+
+The formats: docs/formats.md."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 from draftgen_contracts import drafters
 from draftgen_contracts.hidden_state_layout import EXPORT_FINAL_STATE
+from jobrunner.hidden_states.store import INDEX_NAME, load_sample
 from jobrunner.shared import corpus
+from jobrunner.shared.export_folder import commit, fresh
 
-CORPUS_EXPORTS = ("hf-parquet", "speculators-jsonl")
 STATE_EXPORTS = tuple(EXPORT_FINAL_STATE)
 SPECFORGE_GROUP = 1000  # files per rows_* folder, as SpecForge's prepare_hidden_states groups them
-PARQUET_ROW_GROUP = 1000
-
-
-UNFINISHED_SUFFIX = ".tmp"
-
-
-def unfinished(directory: Path) -> Path:
-    """Where an export is built before it is swapped in."""
-    return directory.with_name(directory.name + UNFINISHED_SUFFIX)
-
-
-def _fresh(directory: Path) -> Path:
-    """An export is rebuilt whole: built beside its final place, then swapped in."""
-    tmp = unfinished(directory)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def _commit(tmp: Path, directory: Path) -> Path:
-    shutil.rmtree(directory, ignore_errors=True)
-    os.replace(tmp, directory)
-    return directory
-
-
-def export_corpus(corpus_dir: str | os.PathLike, kind: str) -> Path:
-    corpus_dir = Path(corpus_dir)
-    target = corpus_dir / "exports" / kind
-    tmp = _fresh(target)
-    if kind == "hf-parquet":
-        _parquet(corpus_dir, tmp)
-    elif kind == "speculators-jsonl":
-        for split in corpus.SPLITS:
-            with open(tmp / f"{split}.jsonl", "w") as f:
-                for r in corpus.iter_corpus(corpus_dir, split):
-                    f.write(json.dumps({"sample_id": r["sample_id"], "truncated": r["truncated"],
-                                        "cut_at_budget": r["cut_at_budget"], "input_ids": r["input_ids"],
-                                        "loss_mask": r["loss_mask"]}, separators=(",", ":")) + "\n")
-    else:
-        raise ValueError(f"export {kind!r}: expected one of {CORPUS_EXPORTS}")
-    return _commit(tmp, target)
-
-
-def _parquet(corpus_dir: Path, out: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = pa.schema([("sample_id", pa.string()), ("dataset", pa.string()), ("prompt_len", pa.int32()),
-                        ("finish_reason", pa.string()), ("truncated", pa.bool_()), ("cut_at_budget", pa.bool_()),
-                        ("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int8())),
-                        ("source_id", pa.string())])  # null where the row had no id of its own
-    for shard in corpus.read_manifest(corpus_dir)["shards"]:
-        with pq.ParquetWriter(out / shard["name"].replace(".jsonl", ".parquet"), schema) as writer:
-            rows: list[dict] = []
-            with open(corpus_dir / shard["name"], "rb") as f:
-                for line in f:
-                    rows.append(json.loads(line))
-                    if len(rows) == PARQUET_ROW_GROUP:
-                        writer.write_table(pa.Table.from_pylist(rows, schema))
-                        rows = []
-            if rows:
-                writer.write_table(pa.Table.from_pylist(rows, schema))
-
-
-def speculators_tensors(ids, aux, final, scales: tuple | None) -> dict:
-    """hs_i's tensors: `token_ids` and `hidden_states` [L, K+1, H] (aux layers, then the final state),
-    and for fp8 states `hidden_states_scales` [L, K+1, 1] (`scales` = the aux and final scales), the key
-    speculators' FP8Transfer dequantizes with (hs_connectors/fp8_utils.py SCALES_KEY, hs-connectors 0.9.0)."""
-    import torch
-
-    states = {"token_ids": ids, "hidden_states": torch.cat([aux, final.unsqueeze(1)], dim=1).contiguous()}
-    if scales is not None:
-        states["hidden_states_scales"] = torch.cat([scales[0], scales[1].unsqueeze(1)], dim=1).contiguous()
-    return states
 
 
 def corpus_facts(corpus_dir: str | os.PathLike) -> dict[str, tuple[str, bool, bool]]:
@@ -128,8 +46,6 @@ def corpus_facts(corpus_dir: str | os.PathLike) -> dict[str, tuple[str, bool, bo
 def export_states(states_dir: str | os.PathLike, kind: str, corpus_dir: str | os.PathLike) -> list[Path]:
     """`kind`'s layout for each drafter the states serve that it trains (draftgen_contracts/drafters.py),
     into `exports/<folder>/`; returns the folders written."""
-    from jobrunner.hidden_states.store import INDEX_NAME
-
     states_dir = Path(states_dir)
     index = json.loads((states_dir / INDEX_NAME).read_text())
     if kind not in STATE_EXPORTS:
@@ -159,7 +75,7 @@ def export_drafter(states_dir: Path, index: dict, kind: str, drafter: str, layer
         raise ValueError(f"{kind} trains {drafter} on the {needed} final state; these states hold {final_state} "
                          f"(extract again with --final-state {needed})")
     target = states_dir / "exports" / drafters.export_folder(kind, drafter)
-    tmp = _fresh(target)
+    tmp = fresh(target)
     picked = [index["run"]["aux_layers"].index(layer) for layer in layers]
     splits = {}
     for split in corpus.SPLITS:
@@ -175,7 +91,7 @@ def export_drafter(states_dir: Path, index: dict, kind: str, drafter: str, layer
     (tmp / "manifest.json").write_text(json.dumps({"kind": kind, "drafter": drafter, "aux_layers": layers,
                                                    "final_state": final_state, "splits": splits,
                                                    "vocabulary": vocab}, indent=2))
-    return _commit(tmp, target)
+    return commit(tmp, target)
 
 
 def _with_vocabulary(corpus_dir: Path, kind: str, out: Path) -> list[str]:
@@ -196,8 +112,6 @@ def _export_split(states_dir: Path, index: dict, kind: str, drafter: str, picked
     consecutive trained tokens: normalize_offline_sample, specforge/algorithms/common/dflash_family_data.py)."""
     import torch
     from safetensors.torch import save_file
-
-    from jobrunner.hidden_states.store import load_sample
 
     rows = ArrowDatasetWriter(out) if kind == "speculators" else None
     written: list[str] = []
@@ -243,6 +157,18 @@ def specforge_tensors(drafter: str, ids, mask, aux, final, truncated: bool, cut:
               else {"hidden_states": flat})
     return {"input_ids": ids, "loss_mask": mask, **states, "truncated": torch.tensor(truncated),
             "cut_at_budget": torch.tensor(cut)}
+
+
+def speculators_tensors(ids, aux, final, scales: tuple | None) -> dict:
+    """hs_i's tensors: `token_ids` and `hidden_states` [L, K+1, H] (aux layers, then the final state),
+    and for fp8 states `hidden_states_scales` [L, K+1, 1] (`scales` = the aux and final scales), the key
+    speculators' FP8Transfer dequantizes with (hs_connectors/fp8_utils.py SCALES_KEY, hs-connectors 0.9.0)."""
+    import torch
+
+    states = {"token_ids": ids, "hidden_states": torch.cat([aux, final.unsqueeze(1)], dim=1).contiguous()}
+    if scales is not None:
+        states["hidden_states_scales"] = torch.cat([scales[0], scales[1].unsqueeze(1)], dim=1).contiguous()
+    return states
 
 
 def speculators_inputs(drafter: str, sample: dict, picked: list[int]) -> tuple:

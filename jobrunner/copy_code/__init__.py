@@ -1,0 +1,1 @@
+"""`jobrunner copy-code`: jobrunner copied for another image's Python (`cli` says why)."""
