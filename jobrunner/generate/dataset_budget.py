@@ -2,9 +2,10 @@
 
 Events come in as method calls (the dataset starts, a request is sent, answered, kept, finished, the
 other replicas report, a planned tick comes, the process stops), each with the `now` of the
-engine's clock, and each is handled by a match on the mode the budget is in; out come the actions
-the scheduler routes (jobrunner.generate.actions). Nothing here does I/O or reads a clock: the
-writer's live counts are read, never written, and the decode clock is the one the engine feeds.
+engine's clock; the events that move the mode (start, sent, finished, peers, tick, stop, settle) are
+each a match on the mode the budget is in. Out come the actions the scheduler routes
+(jobrunner.generate.actions). Nothing here does I/O or reads a clock: the writer's live counts are
+read, never written, and the decode clock is the one the engine feeds.
 Which request goes next, among the datasets and the class slots, is the scheduler's
 (jobrunner.generate.scheduler); the budget arithmetic is draftgen_contracts.budget and budget_shares;
 this module decides when to ask it what.
