@@ -13,6 +13,7 @@ import signal
 import pytest
 
 from draftgen_contracts import names
+from jobrunner.shared.output import record_files
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status
 
@@ -58,10 +59,16 @@ def test_a_replica_across_two_nodes_generates_through_its_leader_and_ends_as_one
     assert not warnings(r, "GroupRestarted") and replica_status(r).get("groupRestarts", 0) == 0
 
 
+def responses_on_disk(r) -> bool:
+    """A response is written: the run is under way (its status shows the tokens a publish and a fold
+    later, by when a short run may have ended, and the kill would come after it)."""
+    return any(os.path.getsize(f) for f in record_files(str(r.data / r.name)))
+
+
 def kill_rank_and_check_the_group_restarts(run, rank: int) -> None:
-    r = two_node_run(run, budgets=(6000, 3000, 3000))
+    r = two_node_run(run, budgets=(9000, 4500, 4500))
     r.apply()
-    wait_for(lambda: r.replica_tokens(0) > 0 and group_serving(r), 180, "the group generating", r.cluster)
+    wait_for(lambda: group_serving(r) and responses_on_disk(r), 180, "the group generating", r.cluster)
     before = rank_pods(r)
     os.kill(r.process_of({before[rank]}, b"simulate"), signal.SIGKILL)  # rank's SGLang, as by the OOM killer
     wait_for(lambda: warnings(r, "GroupRestarted"), 120, "the group restarted", r.cluster)
