@@ -4,13 +4,23 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo cluster cluster-down binaries controllers sglang image lock bench
+.PHONY: test demo demo-binaries demo-sglang cluster cluster-down binaries controllers sglang image lock bench
 
+# --no-compile: the modules a run imports are compiled as they are first imported; compiling every
+# file of torch and transformers up front is CPU the cold `make demo` spends beside its Go builds.
 $(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q --upgrade pip
-	$(PYTHON) -m pip install -q -e '.[test]' -e devtools
+	$(PYTHON) -m pip install -q --no-compile --upgrade pip
+	$(PYTHON) -m pip install -q --no-compile -e '.[test]' -e devtools
 	touch $(STAMP)
+
+# What `make demo` needs of the venv: the product, the development tools and torch (the tiny model's
+# weights), not the test extras.
+DEMO_STAMP := $(VENV)/.demo-stamp
+$(DEMO_STAMP): pyproject.toml devtools/pyproject.toml
+	test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --no-compile -e '.[extract]' -e devtools
+	touch $(DEMO_STAMP)
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go
 # modules once per machine (cached by version in ~/.cache/draftgen), then only checks the cache.
@@ -46,12 +56,20 @@ test: controllers sglang image
 
 # The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);
 # SERVER=simulator serves them with jobrunner's simulator instead (no SGLang install).
-# On a fresh machine the Go builds (CPU) and the SGLang install (mostly download and unpacking) run
-# side by side.
+# On a fresh machine the venv, the Go builds (CPU) and the SGLang install (mostly download and
+# unpacking) run side by side: the builders need only the standard library, so they start at once
+# with the machine's Python instead of waiting for the venv.
 SERVER ?= real
-demo: $(STAMP)
-	$(MAKE) -j2 binaries $(if $(filter real,$(SERVER)),sglang)
+DEVTOOLS_ALONE := PYTHONPATH=$(CURDIR)/devtools $(PY)
+demo:
+	$(MAKE) -j3 $(DEMO_STAMP) demo-binaries $(if $(filter real,$(SERVER)),demo-sglang)
 	$(PYTHON) -m draftgen_dev.demo --server $(SERVER)
+
+demo-binaries:
+	$(DEVTOOLS_ALONE) -m draftgen_dev.cluster.binaries > /dev/null
+
+demo-sglang:
+	$(DEVTOOLS_ALONE) -m draftgen_dev.real_sglang.install > /dev/null
 
 cluster: binaries
 	@$(PYTHON) -m draftgen_dev.cluster up

@@ -17,10 +17,9 @@ REAL_SGLANG_TIER = "tests/real_sglang/"  # its package-scoped server (tests/real
 
 def shared_fixture_group(item) -> str:
     """The tests a test must run beside, in one worker, so that the costly fixture they share starts
-    once: the local control plane (a session's), the real SGLang server (its package's), else the
-    test's module (its module-scoped fixtures: a quickstart run, a trainer's packages)."""
-    if "cluster" in getattr(item, "fixturenames", ()):
-        return "control-plane"
+    once: the real SGLang server (its package's), else the test's module (its module-scoped fixtures:
+    a quickstart run, a trainer's packages, a chart release). The control plane is one for the whole
+    run, shared by the workers (tests/conftest.py), so its tests need no group of their own."""
     if item.nodeid.startswith(REAL_SGLANG_TIER):
         return "real-sglang"
     return item.nodeid.split("::", 1)[0]
@@ -37,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
     # With workers (`--dist loadgroup`), a group is one unit of work and the units with the most
     # tests are handed out first: the control plane's tests start at once on one worker, and the
     # other worker runs the rest (a worker takes its next unit when it has at most two tests left).
-    items.sort(key=lambda item: shared_fixture_group(item) == "control-plane")
+    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
     for item in items:
         item.add_marker(pytest.mark.xdist_group(shared_fixture_group(item)))
     if config.getoption("--slow"):
@@ -49,6 +48,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 SESSION_STARTED = time.time()
+
+
+def pytest_sessionfinish(session):
+    """The run's one control plane is stopped by the process that ran no test of its own (xdist's
+    controller), or by the only one, once every test has ended (tests/conftest.py)."""
+    if not hasattr(session.config, "workerinput"):
+        from tests.conftest import stop_control_plane
+        stop_control_plane(session)
 
 
 def pytest_terminal_summary(terminalreporter):

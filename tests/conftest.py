@@ -13,22 +13,67 @@ LOGS_ON_FAILURE = REPO / ".test-logs"
 FAILED_CONTAINERS = "failed-containers.txt"  # kept with the logs of a failed session
 
 
+# Enough 8-GPU nodes that the tests running side by side (each run's replicas take a node each, a
+# replica across nodes two) never wait for one another's pods, nor for a namespace still going.
+TEST_GPU_NODES = 8
+ALONE = "cluster_alone"
+IMAGE_MOUNTED = "image-mounted"  # in the control plane's folder: the image whose root the run mounted  # the mark of a module that changes what every test on the cluster sees
+
+
+def control_plane_folder(config) -> Path:
+    """Where the run's one control plane lives: in the run's temporary folder, which holds each
+    pytest-xdist worker's own, so that every worker finds it."""
+    base = config._tmp_path_factory.getbasetemp()
+    return (base.parent if hasattr(config, "workerinput") else base) / "control-plane"
+
+
 @pytest.fixture(scope="session")
-def cluster(request, tmp_path_factory):
-    """A real control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, local kubelet).
-
-    Its components' logs are copied to .test-logs/ when any test of the session failed."""
+def cluster(request):
+    """A real control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, local kubelet),
+    one for the whole run: the first worker that needs it starts it, the others attach to it
+    (draftgen_dev.cluster.sharing), and stop_control_plane stops it once every test has ended."""
     from draftgen_dev.cluster.controlplane import LocalCluster
+    from draftgen_dev.cluster.nodes import default_node_shapes
+    from draftgen_dev.cluster.sharing import shared_cluster
 
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"))
-    local.start()
-    yield local
-    local.stop()
-    if request.session.testsfailed:
-        kept = local.keep_logs(LOGS_ON_FAILURE)
+    def start(folder: Path) -> LocalCluster:
+        return LocalCluster(folder, nodes=default_node_shapes(gpu_nodes=TEST_GPU_NODES)).start()
+
+    return shared_cluster(control_plane_folder(request.config), start)
+
+
+def stop_control_plane(session) -> None:
+    """At the end of the run, in the process that ran no test itself: stop the control plane, and keep
+    its components' logs in .test-logs/ when any test failed."""
+    from draftgen_dev.cluster.sharing import stop_shared_cluster
+    from draftgen_dev.image.rootfs import unmount
+
+    folder = control_plane_folder(session.config)
+    stopped = stop_shared_cluster(folder)
+    if (folder / IMAGE_MOUNTED).exists():
+        unmount((folder / IMAGE_MOUNTED).read_text(), run_owner(session.config))
+    if stopped is not None and session.testsfailed:
+        kept = stopped.keep_logs(LOGS_ON_FAILURE)
         print(f"\ncontrol plane logs kept in {kept}")
         # A worker's output is not shown: the root conftest's summary prints this file.
-        (kept / FAILED_CONTAINERS).write_text(local.failed_containers())
+        (kept / FAILED_CONTAINERS).write_text(stopped.failed_containers())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster_turn(request):
+    """A module that uses the control plane holds a turn on it while it runs: shared with the other
+    workers' modules, or alone where it is marked `cluster_alone` (draftgen_dev.cluster.sharing)."""
+    module = request.module
+    uses = [item for item in request.session.items if getattr(item, "module", None) is module
+            and "cluster" in getattr(item, "fixturenames", ())]
+    if not uses:
+        yield
+        return
+    from draftgen_dev.cluster.sharing import ClusterTurns
+
+    turns = ClusterTurns(control_plane_folder(request.config))
+    with turns.alone() if any(item.get_closest_marker(ALONE) for item in uses) else turns.shared():
+        yield
 
 
 @pytest.fixture
@@ -143,11 +188,24 @@ def _served(api) -> bool:
 
 
 @pytest.fixture(scope="session")
-def draftgen_image():
+def draftgen_image(request):
     """draftgen's image, built from the Dockerfile (`make test` builds it before pytest; warm, this only
-    hashes what it copies), its root mounted for the session: draftgen_dev.image.rootfs.ImageRoot."""
+    hashes what it copies), its root mounted once for the whole run (the local kubelet runs every
+    worker's pods of one image from one root), unmounted by stop_control_plane:
+    draftgen_dev.image.rootfs.ImageRoot."""
+    from draftgen_dev.cluster.sharing import locked
     from draftgen_dev.image.build import ensure_image
-    from draftgen_dev.image.rootfs import mounted
+    from draftgen_dev.image.rootfs import mount
 
-    with mounted(ensure_image()) as image:
-        yield image
+    folder = control_plane_folder(request.config)
+    folder.mkdir(parents=True, exist_ok=True)
+    ref = ensure_image()
+    with locked(folder / "image.lock"):
+        (folder / IMAGE_MOUNTED).write_text(ref)
+        return mount(ref, run_owner(request.config))
+
+
+def run_owner(config) -> int:
+    """The process that outlives every test of the run: xdist's controller (each worker's parent), or
+    the only one."""
+    return os.getppid() if hasattr(config, "workerinput") else os.getpid()

@@ -30,6 +30,7 @@ from kubernetes import client
 from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
 from draftgen_dev.cluster.controlplane import LocalCluster
 from draftgen_dev.demo_assets import build_model, write_datasets
+from draftgen_dev.demo_progress import Progress
 from draftgen_dev.real_sglang.install import ensure_installed
 from draftgen_dev.real_sglang.server import CPU_ARGS, CPU_ENV
 
@@ -56,6 +57,31 @@ def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
 
 
+def wait_until(read, timeout_s: float, what: str, interval_s: float = 0.2):
+    """read()'s first truthy answer; an object that does not exist yet, or has no status yet, is
+    asked again (a loaded API server writes a new CRD's conditions a moment after creating it),
+    and a wait that runs out names what it waited for."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            answer = read()
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+            answer = None
+        if answer:
+            return answer
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout_s:.0f} s for {what}")
+        time.sleep(interval_s)
+
+
+def crd_established(api, name: str) -> bool:
+    crd = client.ApiextensionsV1Api(api).read_custom_resource_definition(name)
+    conditions = (crd.status.conditions if crd.status else None) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
 class Demo:
     def __init__(self, cluster: LocalCluster, workdir: Path, manifest: dict):
         self.cluster = cluster
@@ -71,17 +97,16 @@ class Demo:
             raise RuntimeError(f"kubectl {' '.join(args)}: {out.stderr}")
         return out.stdout
 
-    def install(self) -> None:
+    def install(self, crd: Path = CRD, namespace: str = NAMESPACE,
+                explain: str = "dsgen.spec.datasets.budgetTokens") -> None:
         say("install the CRD; `kubectl explain` teaches the API")
-        self.k("apply", "-f", str(CRD))
-        self.k("wait", "--for=condition=Established", "crd/datasetgenerations.draftgen.io", "--timeout=60s")
-        for _ in range(50):  # discovery serves the new type a moment after Established
-            explained = self.k("explain", "dsgen.spec.datasets.budgetTokens", check=False).strip()
-            if explained:
-                print(explained)
-                break
-            time.sleep(0.2)
-        self.k("create", "namespace", NAMESPACE)
+        self.k("apply", "-f", str(crd))
+        name = yaml.safe_load(crd.read_text())["metadata"]["name"]
+        wait_until(lambda: crd_established(self.api, name), 60, f"the CRD {name} to be Established")
+        explained = wait_until(lambda: self.k("explain", explain, check=False).strip(), 60,
+                               f"`kubectl explain {explain}` (discovery serves a new type after Established)")
+        print(explained)
+        self.k("create", "namespace", namespace)
 
     def volumes(self) -> None:
         say("volumes: a tiny model (real tokenizer + random Llama) and three prompt datasets")
@@ -108,28 +133,19 @@ class Demo:
         server = " ".join(self.manifest["spec"]["server"]["command"][-3:])
         say(f"kubectl apply -f {EXAMPLE.relative_to(REPO)}   (server: {server})")
         print(self.k("apply", "-n", NAMESPACE, "-f", str(applied)).strip())
-        custom = client.CustomObjectsApi(self.api)
-        deadline, shown, last = time.monotonic() + timeout_s, None, {}
+        custom, core = client.CustomObjectsApi(self.api), client.CoreV1Api(self.api)
+        progress = Progress(sys.stdout)
+        deadline, status = time.monotonic() + timeout_s, {}
         while time.monotonic() < deadline:
-            obj = custom.get_namespaced_custom_object("draftgen.io", "v1alpha1", NAMESPACE, "datasetgenerations",
-                                                      "quickstart")
-            status = obj.get("status") or {}
-            line = self.k("get", "dsgen", "-n", NAMESPACE, "-o", "wide", "--no-headers", check=False).strip()
-            datasets = "  ".join(f"{d['name']}={d.get('tokens', '-')}/{d['budgetTokens']}({d['state']})"
-                                 for d in status.get("datasets", []))
-            pods = self.k("get", "pods", "-n", NAMESPACE, "--no-headers", "-o",
-                          "custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName", check=False)
-            view = (line, datasets, pods)
-            if view != shown:
-                print(f"$ kubectl get dsgen -o wide   {line}\n  {datasets}")
-                for pod in pods.strip().splitlines():
-                    print(f"    pod {pod}")
-                shown = view
-            last = status
+            status = custom.get_namespaced_custom_object("draftgen.io", "v1alpha1", NAMESPACE, "datasetgenerations",
+                                                         "quickstart").get("status") or {}
+            progress.show(status, core.list_namespaced_pod(NAMESPACE).items)
             if status.get("phase") in ("Succeeded", "Failed"):
                 break
             time.sleep(1)
-        return last
+        progress.close()
+        print(f"$ kubectl get dsgen -o wide\n{self.k('get', 'dsgen', '-n', NAMESPACE, '-o', 'wide', check=False)}")
+        return status
 
     def show(self, status: dict) -> None:
         say("events")

@@ -19,6 +19,9 @@ from tests.chart.conftest import CHART, IMAGE_REPOSITORY, SHARED_CRD, helm, set_
 from tests.conftest import REPO, wait_for
 from tests.manifests import manifest
 
+# The upgrade puts the previous chart's CRD on the cluster for a while: no other test runs meanwhile.
+pytestmark = pytest.mark.cluster_alone
+
 # The chart as last released before this version: 0.1.0, with the CRD before its admission rules on
 # paths (no `..` segments). Read from the repository's own history.
 PREVIOUS_VERSION, PREVIOUS_COMMIT = "0.1.0", "4ae4c4bfe00aeba7987114b17f09e3693cc57ac8"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -120,3 +121,20 @@ def _can_list(core, namespace) -> bool:
         return True
     except client.ApiException:
         return False
+
+
+def test_the_whole_run_has_one_control_plane_that_every_worker_attaches_to(cluster, request):
+    """One API server for the run, in the run's folder (tests/conftest.py), however many workers."""
+    from tests.conftest import control_plane_folder
+
+    folder = control_plane_folder(request.config)
+    assert cluster.state_dir == folder and (folder / "state.json").exists()
+    servers = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"kube-apiserver") and any(str(folder.parent).encode() in a for a in argv):
+            servers.append(int(proc.name))
+    assert len(servers) == 1, servers

@@ -17,6 +17,10 @@ from draftgen_dev.cluster.kueue import LocalKueue
 from tests.conftest import wait_for
 from tests.scenarios import check_records_match_status
 
+# Kueue's Job webhook (failurePolicy Fail) sees every Job of the cluster while it runs: the other
+# tests' Jobs wait outside until this module ends.
+pytestmark = pytest.mark.cluster_alone
+
 QUEUE = "gpu-batch"
 WORKLOADS = ("kueue.x-k8s.io", "v1beta2")
 

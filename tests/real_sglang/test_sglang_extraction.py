@@ -1,9 +1,11 @@
 """The SGLang extraction backend on the real SGLang 0.5.23 (CPU), held to the transformers backend:
 `jobrunner extract --backend sglang` run with SGLang's own Python, as the extraction pod runs it.
 
-In float32 the states are equal bit for bit (one rank); with two tensor-parallel ranks the partial
-sums of every row-split matmul are added by an all-reduce in another order, so they agree to float32
-rounding instead (measured: 2e-6 at most on this model). The corpus batches samples of 2 to 70 tokens
+In float32, one rank, the states equal transformers' to float32 rounding, and most bit for bit: the
+CPU's matmul kernels may take another path for SGLang's ragged batch than for one sample alone
+(measured: every sample equal on one machine; on an AMD EPYC 38 of 40, the other two 8e-7 apart).
+With two tensor-parallel ranks the partial sums of every row-split matmul are added by an all-reduce
+in another order, so they agree to float32 rounding (measured: 2e-6 at most on this model). The corpus batches samples of 2 to 70 tokens
 together; each sample is compared with the transformers backend run on that sample alone (batched
 transformers pads, which moves its own fp32 results by about 1e-6)."""
 
@@ -27,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 # What the CPU needs of SGLang for this model (the server's own flags, as spec.server.args passes them).
 CPU_SERVER_ARGS = '["--device", "cpu", "--attention-backend", "torch_native", "--max-total-tokens", "4096", ' \
                   '"--mem-fraction-static", "0.5"]'
-TP_TOLERANCE = 1e-5  # float32, two ranks: all-reduce order (measured 2e-6)
+FP32_TOLERANCE = 1e-5  # float32 rounding of this model's states: kernel paths (8e-7), two ranks (2e-6)
 NUM_LAYERS = 8  # build_tiny_llama's
 
 
@@ -68,15 +70,25 @@ def reference(model_dir, out, layers: list[int], final_state: str) -> list[tuple
     return diffs
 
 
+def unequal(diffs: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    return [d for d in diffs if d[1] != 0.0 or d[2] != 0.0]
+
+
+def assert_equal_to_fp32_rounding_most_bit_for_bit(diffs: list[tuple[str, float, float]]) -> None:
+    assert max(max(aux, final) for _, aux, final in diffs) < FP32_TOLERANCE, unequal(diffs)
+    assert len(unequal(diffs)) <= len(diffs) // 10, unequal(diffs)
+
+
 def ran(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == exit_codes.OK, result.stderr[-3000:]
 
 
-def test_its_states_equal_the_transformers_backends_bit_for_bit_in_float32(model_dir, corpus_dir, tmp_path):
+def test_its_states_equal_the_transformers_backends_to_float32_rounding(model_dir, corpus_dir, tmp_path):
     out = tmp_path / "states"
     ran(sglang_extract(corpus_dir, out, model_dir))
     diffs = reference(model_dir, out, [1, 3, 4], "post-norm")  # EAGLE-3's default layers for 8
-    assert len(diffs) == 40 and all(aux == 0.0 and final == 0.0 for _, aux, final in diffs), diffs
+    assert len(diffs) == 40
+    assert_equal_to_fp32_rounding_most_bit_for_bit(diffs)
     index = (out / INDEX_NAME).read_text()
     assert '"backend": "sglang"' in index  # said in the states' provenance
 
@@ -87,7 +99,7 @@ def test_a_layer_is_the_output_of_that_decoder_layer_and_pre_norm_is_the_last_la
     # 0 and 6: the first and the last SGLang can capture (6 is N-2); the final state before the norm.
     ran(sglang_extract(corpus_dir, out, model_dir, "--aux-layers", "0,3,6", "--final-state", "pre-norm"))
     diffs = reference(model_dir, out, [0, 3, 6], "pre-norm")
-    assert all(aux == 0.0 and final == 0.0 for _, aux, final in diffs), diffs
+    assert_equal_to_fp32_rounding_most_bit_for_bit(diffs)
 
 
 def test_two_tensor_parallel_ranks_agree_to_float32_rounding(model_dir, corpus_dir, tmp_path):
@@ -95,7 +107,7 @@ def test_two_tensor_parallel_ranks_agree_to_float32_rounding(model_dir, corpus_d
     # One core per rank (SGLang's CPU ranks bind to NUMA nodes unless told otherwise).
     ran(sglang_extract(corpus_dir, out, model_dir, "--tp-size", "2", env={"SGLANG_CPU_OMP_THREADS_BIND": "0|1"}))
     diffs = reference(model_dir, out, [1, 3, 4], "post-norm")
-    assert max(max(aux, final) for _, aux, final in diffs) < TP_TOLERANCE, diffs
+    assert max(max(aux, final) for _, aux, final in diffs) < FP32_TOLERANCE, diffs
 
 
 def test_the_last_layer_is_refused_before_the_weights_load(model_dir, corpus_dir, tmp_path):

@@ -87,10 +87,11 @@ class Component:
         if self.pid is None:
             return -1
         try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
+            # A component that died is a zombie until the process that started it reaps it: dead too.
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
             return -1
-        return None
+        return -1 if state in ("Z", "X") else None
 
     def stop(self, grace_s: float = 10.0) -> None:
         if self.pid is None or self.exit_code() is not None:
@@ -262,6 +263,7 @@ class LocalCluster:
         state = json.loads((state_dir / "state.json").read_text())
         cluster = cls(state_dir, local_kubelet=False)
         cluster.apiserver_port = state["apiserver_port"]
+        cluster.pki = pki.files(state_dir / "pki")
         cluster.components = [Component(c["name"], [], Path(c["log"]), pid=c["pid"]) for c in state["components"]]
         return cluster
 

@@ -52,10 +52,16 @@ def _cert(subject: x509.Name, issuer: x509.Name, public_key, signing_key, *, ca:
     return builder.sign(signing_key, hashes.SHA256())
 
 
+def files(directory: Path) -> Pki:
+    """The PKI's files in `directory`, as `create` writes them (what a process that attaches to a
+    running control plane reads)."""
+    return Pki(*(directory / n for n in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt",
+                                          "admin.key", "sa.key", "sa.pub")))
+
+
 def create(directory: Path) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
-    pki = Pki(*(directory / n for n in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt",
-                                         "admin.key", "sa.key", "sa.pub")))
+    pki = files(directory)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "draftgen-local-ca")])
     ca = _cert(ca_name, ca_name, ca_key.public_key(), ca_key, ca=True)

@@ -10,10 +10,8 @@ import hashlib
 import json
 import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .buildah import buildah
 
@@ -57,19 +55,27 @@ def remove_orphans() -> None:
             buildah("rm", name)
 
 
-@contextmanager
-def mounted(ref: str) -> Iterator[ImageRoot]:
-    """The image's root, mounted read-write for the while (each container makes its own read-only view
-    of it); unmounted and its working container removed after. One working container per process, so
-    two test workers never share one."""
+def working_container(ref: str, owner: int) -> str:
+    return f"draftgen-root-{hashlib.sha256(ref.encode()).hexdigest()[:12]}-{owner}"
+
+
+def mount(ref: str, owner: int) -> ImageRoot:
+    """The image's root, mounted read-write (each container makes its own read-only view of it) in a
+    working container of `owner`'s (a process id): made once, then found again by every process that
+    mounts it for the same owner (the workers of one test run), until `unmount`. Callers that may
+    race take a lock around it."""
     remove_orphans()
-    name = f"draftgen-root-{hashlib.sha256(ref.encode()).hexdigest()[:12]}-{os.getpid()}"
-    buildah("from", "--pull-never", "--name", name, ref)
-    try:
-        root = Path(buildah("mount", name).strip())
-        config = image_config(ref)
-        env = dict(item.split("=", 1) for item in config.get("Env") or [])
-        yield ImageRoot(ref, root, env, user_ids(config.get("User", "")), config.get("WorkingDir") or "/")
-    finally:
+    name = working_container(ref, owner)
+    if name not in buildah("containers", "--format", "{{.ContainerName}}").split():
+        buildah("from", "--pull-never", "--name", name, ref)
+    root = Path(buildah("mount", name).strip())
+    config = image_config(ref)
+    env = dict(item.split("=", 1) for item in config.get("Env") or [])
+    return ImageRoot(ref, root, env, user_ids(config.get("User", "")), config.get("WorkingDir") or "/")
+
+
+def unmount(ref: str, owner: int) -> None:
+    name = working_container(ref, owner)
+    if name in buildah("containers", "--format", "{{.ContainerName}}").split():
         buildah("umount", name)
         buildah("rm", name)

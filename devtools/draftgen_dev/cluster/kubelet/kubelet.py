@@ -112,7 +112,7 @@ class LocalKubelet:
 
     def run(self) -> None:
         selector = f"{LOCAL_KUBELET_LABEL}=true"
-        threading.Thread(target=self.hosts.refresh_forever, daemon=True, name="service-hosts").start()
+        self.hosts.start()
         while True:
             try:
                 pods = self.core.list_pod_for_all_namespaces(label_selector=selector)

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from kubernetes import client
+from kubernetes import client, watch
 
 log = logging.getLogger("local-kubelet")
 
@@ -75,12 +75,14 @@ def hosts_text(namespace: str, addresses: dict[tuple[str, str], str]) -> str:
 class ServiceHosts:
     """Every container's hosts file, rewritten in place when the Services' endpoints change (a bind
     mount follows the file's inode), so a name resolves once its Service has a ready endpoint, as
-    cluster DNS would answer."""
+    cluster DNS would answer. Pods and Services are watched: the files are read again after a change,
+    at most once an `interval_s`, and never while nothing changes or no container runs."""
 
     def __init__(self, api: client.ApiClient, interval_s: float = 1.0):
         self.api, self.interval_s = api, interval_s
         self.files: dict[Path, str] = {}  # hosts file -> its pod's namespace
         self.lock = threading.Lock()
+        self.changed = threading.Event()
 
     def file_for(self, namespace: str, path: Path) -> Path:
         path.write_text(hosts_text(namespace, service_addresses(self.api)))
@@ -93,21 +95,46 @@ class ServiceHosts:
             for path in [p for p in self.files if folder in p.parents]:
                 del self.files[path]
 
+    def start(self) -> None:
+        core = client.CoreV1Api(self.api)
+        for listed in (core.list_pod_for_all_namespaces, core.list_service_for_all_namespaces):
+            threading.Thread(target=self.watch_forever, args=(listed,), daemon=True,
+                             name=f"service-hosts-{listed.__name__}").start()
+        threading.Thread(target=self.refresh_forever, daemon=True, name="service-hosts").start()
+
+    def watch_forever(self, listed) -> None:
+        """Say `changed` at every change of what `listed` lists (and when its watch starts again)."""
+        while True:
+            try:
+                for _ in watch.Watch().stream(listed, timeout_seconds=300):
+                    self.changed.set()
+            except Exception as e:  # the API server restarting: watch again
+                log.warning("%s watch restarted: %s", listed.__name__, e)
+                time.sleep(0.5)
+            self.changed.set()
+
     def refresh_forever(self) -> None:
         while True:
-            time.sleep(self.interval_s)
-            try:
-                addresses = service_addresses(self.api)
-            except Exception as e:  # the API server restarting: try again
-                log.warning("Services not read: %s", e)
-                continue
+            self.changed.wait()
+            self.changed.clear()
             with self.lock:
                 files = list(self.files.items())
-            for path, namespace in files:
-                text = hosts_text(namespace, addresses)
-                try:
-                    if path.read_text() != text:
-                        with open(path, "w") as f:  # truncated in place: same inode
-                            f.write(text)
-                except FileNotFoundError:
-                    self.forget(path.parent)
+            if files:
+                self.refresh(files)
+            time.sleep(self.interval_s)
+
+    def refresh(self, files: list[tuple[Path, str]]) -> None:
+        try:
+            addresses = service_addresses(self.api)
+        except Exception as e:  # the API server restarting: read again at the next change
+            log.warning("Services not read: %s", e)
+            self.changed.set()
+            return
+        for path, namespace in files:
+            text = hosts_text(namespace, addresses)
+            try:
+                if path.read_text() != text:
+                    with open(path, "w") as f:  # truncated in place: same inode
+                        f.write(text)
+            except FileNotFoundError:
+                self.forget(path.parent)

@@ -1,0 +1,22 @@
+import sys
+from pathlib import Path
+
+from draftgen_dev.cpu_by_process import kind_of, main, table
+
+
+def test_kinds_of_the_processes_a_test_run_starts():
+    assert kind_of(["/w/.venv/bin/python", "/w/.venv/bin/jobrunner", "generate", "--config", "x"]) == "jobrunner generate"
+    assert kind_of(["python", "-m", "jobrunner.cli", "--verbose", "merge"]) == "jobrunner merge"
+    assert kind_of(["unshare", "--mount", "python", "-m", "draftgen_dev.cluster.pod_exec", "--", "jobrunner",
+                    "simulate", "--profile", "q"]) == "simulator (jobrunner simulate)"
+    assert kind_of(["/c/bin/kubernetes-v1/kube-apiserver", "--etcd-servers=x"]) == "kube-apiserver"
+    assert kind_of(["python", "-c", "import sys;exec(eval(sys.stdin.readline()))"]) == "pytest workers (execnet)"
+    assert kind_of(["/usr/bin/sleep", "1"]) == "sleep"
+
+
+def test_a_commands_cpu_is_counted_by_kind(capsys):
+    assert main(["--", sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.2: pass"]) == 0
+    said = capsys.readouterr().err
+    [row] = [line for line in said.splitlines() if line.startswith(Path(sys.executable).name + " ")]
+    assert 0.9 <= float(row.split()[1]) <= 2.0, said
+    assert "CPU s" in table({}, 1.0)
