@@ -6,12 +6,10 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: test demo demo-binaries demo-sglang cluster cluster-down binaries controllers sglang image lock bench
 
-# --no-compile: the modules a run imports are compiled as they are first imported; compiling every
-# file of torch and transformers up front is CPU the cold `make demo` spends beside its Go builds.
 $(STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q --no-compile --upgrade pip
-	$(PYTHON) -m pip install -q --no-compile -e '.[test]' -e devtools
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e '.[test]' -e devtools
 	touch $(STAMP)
 
 # What `make demo` needs of the venv: the product, the development tools and torch (the tiny model's
@@ -19,7 +17,7 @@ $(STAMP): pyproject.toml devtools/pyproject.toml
 DEMO_STAMP := $(VENV)/.demo-stamp
 $(DEMO_STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q --no-compile -e '.[extract]' -e devtools
+	$(PYTHON) -m pip install -q -e '.[extract]' -e devtools
 	touch $(DEMO_STAMP)
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go
@@ -48,11 +46,16 @@ lock: $(STAMP)
 	$(PYTHON) -m draftgen_dev.lock
 
 # SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest. Two pytest
-# workers: most of a test on the control plane or a real server is waiting for it, so the tests
-# that share one (conftest.py's groups) run on one worker while the other runs the rest.
+# workers share one control plane (tests/conftest.py); the tests that share a real server or a
+# module's fixtures are one unit of one worker (conftest.py's groups), handed out in the root
+# conftest's order. Two, because the suite is CPU-bound: with three it took as long (docs/testing.md).
 TEST_WORKERS ?= 2
+# Every process a test starts (pods, stages, operators, workers) reads the project's compiled modules
+# instead of compiling them again, where the environment says not to write them
+# (PYTHONDONTWRITEBYTECODE): about 0.3 s of CPU a process start, 4 s a worker's collection.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: controllers sglang image
-	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(if $(SLOW),--slow) $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(if $(SLOW),--slow) $(PYTEST_ARGS)
 
 # The generation pods are served by the real SGLang on the CPU (installed like `sglang` above);
 # SERVER=simulator serves them with jobrunner's simulator instead (no SGLang install).
@@ -63,7 +66,7 @@ SERVER ?= real
 DEVTOOLS_ALONE := PYTHONPATH=$(CURDIR)/devtools $(PY)
 demo:
 	$(MAKE) -j3 $(DEMO_STAMP) demo-binaries $(if $(filter real,$(SERVER)),demo-sglang)
-	$(PYTHON) -m draftgen_dev.demo --server $(SERVER)
+	$(KEEP_BYTECODE) $(PYTHON) -m draftgen_dev.demo --server $(SERVER)
 
 demo-binaries:
 	$(DEVTOOLS_ALONE) -m draftgen_dev.cluster.binaries > /dev/null

@@ -19,9 +19,12 @@ def shared_fixture_group(item) -> str:
     """The tests a test must run beside, in one worker, so that the costly fixture they share starts
     once: the real SGLang server (its package's), else the test's module (its module-scoped fixtures:
     a quickstart run, a trainer's packages, a chart release). The control plane is one for the whole
-    run, shared by the workers (tests/conftest.py), so its tests need no group of their own."""
+    run, shared by the workers (tests/conftest.py), so its tests need no group of their own, but
+    those that hold it alone are one group."""
     if item.nodeid.startswith(REAL_SGLANG_TIER):
         return "real-sglang"
+    if item.get_closest_marker("cluster_alone"):  # one after the other on one worker: see hand_out_order
+        return "cluster-alone"
     return item.nodeid.split("::", 1)[0]
 
 
@@ -30,13 +33,13 @@ def shared_fixture_group(item) -> str:
 # groups were ignored, and both workers started the control plane and the real servers).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    # Run serially, the tests on the local control plane go last: once started it keeps about half
-    # a core busy (the API server alone about 30 %), which the tests before it get back. The order is
-    # otherwise kept, so the tests of a package or module stay together (their fixtures start once).
-    # With workers (`--dist loadgroup`), a group is one unit of work and the units with the most
-    # tests are handed out first: the control plane's tests start at once on one worker, and the
-    # other worker runs the rest (a worker takes its next unit when it has at most two tests left).
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    # The units (groups) in the order xdist hands them out (`make test` passes --no-loadscope-reorder):
+    # each group's tests stay together, so its fixtures start once.
+    first = {}
+    for item in items:
+        group = shared_fixture_group(item)
+        first[group] = min(first.get(group, 3), hand_out_order(item))
+    items.sort(key=lambda item: first[shared_fixture_group(item)])
     for item in items:
         item.add_marker(pytest.mark.xdist_group(shared_fixture_group(item)))
     if config.getoption("--slow"):
@@ -45,6 +48,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def hand_out_order(item) -> int:
+    """Which units go first: the modules that hold the control plane alone, one unit, at the start (no
+    worker then waits for its turn behind them while the others hold shared ones); then the long
+    ones: the real servers' tier, the modules on the control plane; then the many short ones, which
+    even out the workers' ends. The time is CPU-bound (docs/testing.md): the order keeps the tail
+    short, not the sum."""
+    if item.get_closest_marker("cluster_alone"):
+        return 0
+    if item.nodeid.startswith(REAL_SGLANG_TIER):
+        return 1
+    if "cluster" in getattr(item, "fixturenames", ()):
+        return 2
+    return 3
 
 
 SESSION_STARTED = time.time()

@@ -60,35 +60,38 @@ def test_a_replica_across_two_nodes_generates_through_its_leader_and_ends_as_one
     assert not warnings(r, "GroupRestarted") and replica_status(r).get("groupRestarts", 0) == 0
 
 
-def responses_on_disk(r) -> bool:
-    """A response is written: the run is under way (its status shows the tokens a publish and a fold
-    later, by when a short run may have ended, and the kill would come after it)."""
-    return any(os.path.getsize(f) for f in record_files(str(r.data / r.name)))
+def bytes_on_disk(r) -> int:
+    """What the run has written (its status shows the tokens a publish and a fold later, by when a
+    short run may have ended, and a kill would come after it)."""
+    return sum(os.path.getsize(f) for f in record_files(str(r.data / r.name)))
 
 
-def kill_rank_and_check_the_group_restarts(run, rank: int) -> None:
-    r = two_node_run(run, budgets=(9000, 4500, 4500))
-    r.apply()
-    wait_for(lambda: group_serving(r) and responses_on_disk(r), 180, "the group generating", r.cluster)
+def kill_rank_and_check_the_group_restarts(r, rank: int, restart: int) -> None:
+    """SIGKILL of `rank`'s SGLang (as by the OOM killer) once the group writes responses: the whole
+    group restarts, said as restart `restart` of 6, and a new group of two pods runs."""
+    written = bytes_on_disk(r)
+    wait_for(lambda: group_serving(r) and bytes_on_disk(r) > written, 180, "the group generating", r.cluster)
     before = rank_pods(r)
-    os.kill(r.process_of({before[rank]}, b"simulate"), signal.SIGKILL)  # rank's SGLang, as by the OOM killer
-    wait_for(lambda: warnings(r, "GroupRestarted"), 120, "the group restarted", r.cluster)
-    [said] = warnings(r, "GroupRestarted")
+    os.kill(r.process_of({before[rank]}, b"simulate"), signal.SIGKILL)
+    wait_for(lambda: len(warnings(r, "GroupRestarted")) == restart, 120, f"the group restarted ({restart})",
+             r.cluster)
+    [said] = [w for w in warnings(r, "GroupRestarted") if f"restart {restart} of 6" in w]
     print(f"\nGroupRestarted: {said}")
-    assert "replica 0: a rank of its 2-node group failed" in said and "restart 1 of 6" in said
+    assert "replica 0: a rank of its 2-node group failed" in said
     wait_for(lambda: set(rank_pods(r).values()).isdisjoint(before.values()) and len(rank_pods(r)) == 2, 120,
              "a new group of two pods", r.cluster)
+
+
+def test_a_worker_rank_then_the_leader_rank_killed_mid_run_each_restart_the_whole_group_which_resumes(run):
+    """One run, two kills: a worker rank's server, then, once the new group writes, the leader rank's.
+    Each restarts the whole group; the run ends exact, nothing lost or written twice."""
+    r = two_node_run(run, budgets=(12000, 6000, 6000))
+    r.apply()
+    for restart, rank in enumerate((1, 0), start=1):  # the worker rank, then the leader rank
+        kill_rank_and_check_the_group_restarts(r, rank, restart)
     status = r.wait_phase("Succeeded", timeout_s=300)
     check_records_match_status(status, r.records())
-    assert replica_status(r)["groupRestarts"] == 1
-
-
-def test_a_worker_rank_killed_mid_run_restarts_the_whole_group_which_resumes(run):
-    kill_rank_and_check_the_group_restarts(run, rank=1)
-
-
-def test_the_leader_rank_killed_mid_run_restarts_the_whole_group_which_resumes(run):
-    kill_rank_and_check_the_group_restarts(run, rank=0)
+    assert replica_status(r)["groupRestarts"] == 2
 
 
 @pytest.mark.slow

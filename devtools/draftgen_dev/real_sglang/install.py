@@ -43,8 +43,7 @@ def marker_text() -> str:
 
 
 def _pip(venv: Path, *args: str) -> None:
-    # --no-compile: what the server imports is compiled as it first imports it, not all 11 GB up front.
-    cmd = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input", "--quiet", "--no-compile", *args]
+    cmd = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input", "--quiet", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
