@@ -158,6 +158,8 @@ def crd(cluster):
     import yaml
     from kubernetes import client
 
+    from draftgen_dev.cluster.waiting import crd_established
+
     api = cluster.api_client()
     ext = client.ApiextensionsV1Api(api)
     body = yaml.safe_load(CRD.read_text())
@@ -167,11 +169,7 @@ def crd(cluster):
         if e.status != 409:
             raise
 
-    def established():
-        got = ext.read_custom_resource_definition(body["metadata"]["name"])
-        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
-
-    wait_for(established, 30, "the CRD to be established", cluster)
+    wait_for(lambda: crd_established(api, body["metadata"]["name"]), 30, "the CRD to be established", cluster)
     # Discovery lags the Established condition by a moment.
     wait_for(lambda: _served(api), 30, "the CRD to be served")
     return body

@@ -29,6 +29,7 @@ from kubernetes import client
 
 from draftgen_dev.cluster.binaries import KUBECTL_HELM, ensure
 from draftgen_dev.cluster.controlplane import LocalCluster
+from draftgen_dev.cluster.waiting import crd_established, wait_until
 from draftgen_dev.demo_assets import build_model, write_datasets
 from draftgen_dev.demo_progress import Progress
 from draftgen_dev.real_sglang.install import ensure_installed
@@ -55,31 +56,6 @@ def with_real_sglang(manifest: dict) -> dict:
 
 def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
-
-
-def wait_until(read, timeout_s: float, what: str, interval_s: float = 0.2):
-    """read()'s first truthy answer; an object that does not exist yet, or has no status yet, is
-    asked again (a loaded API server writes a new CRD's conditions a moment after creating it),
-    and a wait that runs out names what it waited for."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            answer = read()
-        except client.ApiException as e:
-            if e.status != 404:
-                raise
-            answer = None
-        if answer:
-            return answer
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"waited {timeout_s:.0f} s for {what}")
-        time.sleep(interval_s)
-
-
-def crd_established(api, name: str) -> bool:
-    crd = client.ApiextensionsV1Api(api).read_custom_resource_definition(name)
-    conditions = (crd.status.conditions if crd.status else None) or []
-    return any(c.type == "Established" and c.status == "True" for c in conditions)
 
 
 class Demo:

@@ -10,6 +10,7 @@ import yaml
 
 from draftgen import api, plan
 from draftgen_contracts import names
+from draftgen_dev.cluster.waiting import crd_established, wait_until
 from tests.chart.conftest import CHART, IMAGE_REPOSITORY, helm, render, set_args, tool
 from tests.chart.test_chart import by_kind
 from tests.conftest import REPO
@@ -92,9 +93,10 @@ def test_the_monitoring_objects_are_valid_for_the_prometheus_operators_crds(clus
     kubectl = [tool("kubectl"), "--kubeconfig", str(cluster.kubeconfig)]
     subprocess.run([*kubectl, "apply", "--server-side", "--field-manager=chart-test", "-f", monitoring("crds")],
                    check=True, capture_output=True, timeout=120)
+    admin = cluster.api_client()
     for kind in ("podmonitors", "servicemonitors", "prometheusrules"):
-        subprocess.run([*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-                        f"crd/{kind}.monitoring.coreos.com"], check=True, capture_output=True, timeout=90)
+        name = f"{kind}.monitoring.coreos.com"
+        wait_until(lambda: crd_established(admin, name), 60, f"the CRD {name} to be Established")
     rendered = helm("template", "monitored", str(CHART), "--namespace", release_namespace,
                     *set_args({**IMAGE_REPOSITORY, **EVERYTHING})).stdout
     proc = subprocess.run([*kubectl, "apply", "--server-side", "--dry-run=server", "--force-conflicts",

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from draftgen_dev.demo import Demo, crd_established, wait_until
+from draftgen_dev.cluster.waiting import crd_established, wait_until
+from draftgen_dev.demo import Demo
 
 KIND = {"group": "race.draftgen.io", "plural": "widgets", "kind": "Widget"}
 

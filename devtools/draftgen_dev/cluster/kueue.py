@@ -31,6 +31,7 @@ from kubernetes import client
 
 from . import binaries, pki
 from .controlplane import ClusterError, Component, free_port, log_tail
+from .waiting import crd_established, wait_until
 
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
 WEBHOOK_GROUPS = {"batch", "kueue.x-k8s.io"}
@@ -135,11 +136,11 @@ class LocalKueue:
                     raise
         deadline = time.monotonic() + timeout_s
         for name in names:
-            while not any(c.type == "Established" and c.status == "True"
-                          for c in ext.read_custom_resource_definition(name).status.conditions or []):
-                if time.monotonic() > deadline:
-                    raise ClusterError(f"Kueue's CRD {name} not established in time")
-                time.sleep(0.2)
+            try:
+                wait_until(lambda: crd_established(self.api, name), deadline - time.monotonic(),
+                           f"Kueue's CRD {name} to be established")
+            except TimeoutError as e:
+                raise ClusterError(str(e)) from None
 
     def _register_webhooks(self) -> None:
         admission = client.AdmissionregistrationV1Api(self.api)
