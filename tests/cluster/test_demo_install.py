@@ -11,7 +11,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from draftgen_dev.cluster.waiting import crd_established, wait_until
+from draftgen_dev.cluster.waiting import crd_established
 from draftgen_dev.demo import Demo
 
 KIND = {"group": "race.draftgen.io", "plural": "widgets", "kind": "Widget"}
@@ -58,8 +58,3 @@ def test_the_demos_install_steps_wait_for_a_new_crd_under_cpu_load(cluster, name
     finally:
         client.ApiextensionsV1Api(demo.api).delete_custom_resource_definition(body["metadata"]["name"])
         client.CoreV1Api(demo.api).delete_namespace(f"{namespace}-demo")
-
-
-def test_a_wait_that_runs_out_names_what_it_waited_for():
-    with pytest.raises(TimeoutError, match="the thing to appear"):
-        wait_until(lambda: None, 0.3, "the thing to appear", interval_s=0.1)
