@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from draftgen_contracts.prompt_classes import PromptClass
+from jobrunner.shared import tokenizers_only
 from jobrunner.shared.datasets import Conversation, DatasetRow, Pretokenized, RowError, SkippedRow, Trace
 
 ContextPolicy = Literal["skip", "clamp"]
@@ -77,6 +78,12 @@ def load_tokenizer(path: str | os.PathLike, trust_remote_code: bool = False):
     tiktoken tokenizer needs (docs/security.md#remote-code)."""
     from transformers import AutoTokenizer
 
+    try:
+        return AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    except ImportError as e:
+        if not (tokenizers_only.torch_hidden() and (e.name == "torch" or "torch" in str(e))):
+            raise
+    tokenizers_only.let_torch_in()  # the tokenizer's own code imports torch
     return AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
 
 

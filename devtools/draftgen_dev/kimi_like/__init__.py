@@ -112,17 +112,27 @@ def generation_config() -> dict:
 
 def build_kimi_like(directory: str | os.PathLike, num_layers: int = 8, hidden: int = 64, seed: int = 0) -> str:
     """Write the whole folder (tokenizer, custom code, config, random weights); returns its path."""
+    directory = Path(build_kimi_like_without_weights(directory, num_layers, hidden))
+    _save_weights(directory, seed)
+    # save_pretrained rewrites the configs from its objects: keep them as shipped
+    _write(directory, _configs(num_layers, hidden))
+    return str(directory)
+
+
+def build_kimi_like_without_weights(directory: str | os.PathLike, num_layers: int = 8, hidden: int = 64) -> str:
+    """The folder as a tokenizer sees it (the code, the ranks, the configs): no torch needed."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for name in CODE_FILES:
         shutil.copyfile(HERE / name, directory / name)
     write_ranks(directory / "tiktoken.model")
-    files = {"tokenizer_config.json": tokenizer_config(), "config.json": model_config(num_layers, hidden),
-             "generation_config.json": generation_config()}
-    _write(directory, files)
-    _save_weights(directory, seed)
-    _write(directory, files)  # save_pretrained rewrites the configs from its objects: keep them as shipped
+    _write(directory, _configs(num_layers, hidden))
     return str(directory)
+
+
+def _configs(num_layers: int, hidden: int) -> dict[str, dict]:
+    return {"tokenizer_config.json": tokenizer_config(), "config.json": model_config(num_layers, hidden),
+            "generation_config.json": generation_config()}
 
 
 def _write(directory: Path, files: dict[str, dict]) -> None:
