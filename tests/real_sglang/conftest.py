@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from draftgen_contracts.sglang_auth import ServerKeys
 from draftgen_dev.demo_assets import build_model
 from draftgen_dev.kimi_like import build_kimi_like
 from draftgen_dev.real_sglang.server import HTTPEndpoint, RealSGLang
@@ -22,6 +23,12 @@ MAX_RUNNING = 8
 # and that the differential test fills on purpose to see the 503.
 MAX_QUEUED = 64
 CONTEXT_LEN = 2048  # the tiny model's max_position_embeddings
+# The run's keys, as a generation pod's server reads them from --config (docs/security.md#the-servers-keys).
+KEYS = ServerKeys(api_key="api-5b1f0c8e", admin_api_key="admin-77d2a9c4")
+# SGLang's own switch for testing retraction (SGLANG_TEST_RETRACT, python/sglang/srt/environ.py):
+# the scheduler retracts running requests every few decode steps as if the KV pool were full, and
+# admits no prefill while more than NO_PREFILL_BS run, so the retracted ones wait in the queue.
+RETRACTING = {"SGLANG_TEST_RETRACT": "1", "SGLANG_TEST_RETRACT_NO_PREFILL_BS": "2"}
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +47,24 @@ def real_sglang(request, real_model, tmp_path_factory):
     if request.session.testsfailed:
         LOGS_ON_FAILURE.mkdir(exist_ok=True)
         shutil.copy(log, LOGS_ON_FAILURE / "real-sglang.log")
+
+
+@pytest.fixture(scope="package")
+def keys_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("keys") / "sglang-keys.yaml"
+    path.write_text(f"api-key: {KEYS.api_key}\nadmin-api-key: {KEYS.admin_api_key}\n")
+    return path
+
+
+@pytest.fixture(scope="package")
+def second_sglang(real_model, keys_file, tmp_path_factory):
+    """The tier's second real server, one load for three uses: started as a generation pod starts it
+    (the run's keys in --config, metrics on) and retracting requests as if its KV pool were full
+    (RETRACTING). The second replica's server, the keyed server and the retracting one."""
+    server = RealSGLang(real_model, tmp_path_factory.mktemp("second-sglang") / "server.log", "--config",
+                        str(keys_file), "--enable-metrics", "--max-running-requests", str(MAX_RUNNING)).start(RETRACTING)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="package")

@@ -1,8 +1,10 @@
 """The whole pipeline with a model built like Kimi-K2.5 (draftgen_dev.kimi_like: a tiktoken tokenizer
 and a config that are the folder's own Python, the language model under text_config) on the real
-SGLang 0.5.23 started with --trust-remote-code: `draftgen run` with spec.model.trustRemoteCode
-(preflight, generation, merge, transformers extraction), then the SGLang extraction backend over the
-same corpus, and `jobrunner validate`. The stored prompt ids are the custom tokenizer's own
+SGLang 0.5.23 started with --trust-remote-code: `draftgen run QUICKSTART --server-url URL`, as
+docs/local-run.md tells a user with a server of their own, with spec.model.trustRemoteCode
+(preflight, generation, merge, transformers extraction; every budget exact with `atBudget: cut`, the
+server's version in the provenance), then the SGLang extraction backend over the same corpus, and
+`jobrunner validate`. The stored prompt ids are the custom tokenizer's own
 apply_chat_template, the responses the server's output_ids."""
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import numpy as np
 from draftgen_operator import cli
 from draftgen_dev.demo_assets import write_datasets
 from draftgen_dev.kimi_like import RECOMMENDED_SAMPLING, VOCAB_SIZE, special_token_ids
+from draftgen_dev.real_sglang.install import SGLANG_VERSION as REAL_SGLANG_VERSION
 from jobrunner.shared.corpus import iter_corpus
 from jobrunner.shared.datasets import read_rows
 from jobrunner.hidden_states.store import INDEX_NAME, load_sample
-from jobrunner.shared.output import iter_records, record_files
+from jobrunner.shared.output import iter_records, read_summary, record_files
 from jobrunner.shared.prompts import load_tokenizer, render_conversation
 from tests.local_run.conftest import quickstart, write_spec
 from tests.real_sglang.test_sglang_extraction import sglang_extract
@@ -76,6 +79,8 @@ def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_lik
     assert {r["dataset"] for r in records} == set(prompts)
     for name in prompts:
         assert sum(r["completion_tokens"] for r in records if r["dataset"] == name) == BUDGET
+        assert read_summary(root, name, 0).completion_tokens == BUDGET
+    assert len({r["sample_id"] for r in records}) == len(records)
 
     # The ids sent are the custom tokenizer's own rendering of each row, thinking off as the spec says.
     tokenizer = load_tokenizer(kimi_like / "kimi-like", trust_remote_code=True)
@@ -97,6 +102,7 @@ def test_a_custom_code_model_runs_the_whole_pipeline_on_the_real_server(kimi_lik
     manifest = json.loads((root / "corpus" / "manifest.json").read_text())
     [session, *_] = manifest["provenance"]["sessions"]
     assert session["recommended_sampling"] == RECOMMENDED_SAMPLING
+    assert session["server_version"] == REAL_SGLANG_VERSION  # the samples say which server made them
     assert session["datasets"]["chat"]["chat_template_kwargs"] == {"enable_thinking": True, "thinking": True}
     assert session["datasets"]["tools"]["chat_template_kwargs"] == {"enable_thinking": False, "thinking": False}
 

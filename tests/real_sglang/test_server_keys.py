@@ -1,5 +1,5 @@
 """The server's keys on the real SGLang 0.5.23, started as a generation pod starts it (`--config` with
-the run's keys, docs/security.md#the-servers-keys): which route takes which key, held to the
+the run's keys, docs/security.md#the-servers-keys; the tier's second server, conftest's second_sglang): which route takes which key, held to the
 simulator launched the same way; and a whole `jobrunner generate` run, cuts included, through them."""
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ import pytest
 
 from draftgen_contracts import exit_codes, names
 from draftgen_contracts.sglang_auth import ServerKeys
-from draftgen_dev.real_sglang.server import RealSGLang
 from jobrunner.generate.run import run_generate
 from draftgen_simulator import cli as simulate_cli
 from draftgen_simulator.server import run_in_thread
 from tests.jobrunner.conftest import write_prompts
+from tests.real_sglang.conftest import KEYS
 from tests.real_sglang.test_jobrunner_on_real_sglang import config, records
 
-KEYS = ServerKeys(api_key="api-5b1f0c8e", admin_api_key="admin-77d2a9c4")
 GENERATE = {"input_ids": [1, 5, 7], "sampling_params": {"max_new_tokens": 2}}
 # (method, route, body): probes and metrics, the routes generate calls, and an admin route it never does.
 ROUTES = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/ready", None),
@@ -31,24 +30,14 @@ ROUTES = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "
 
 
 @pytest.fixture(scope="module")
-def keys_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("keys") / "sglang-keys.yaml"
-    path.write_text(f"api-key: {KEYS.api_key}\nadmin-api-key: {KEYS.admin_api_key}\n")
-    return path
-
-
-@pytest.fixture(scope="module")
-def keyed_servers(real_model, keys_file, tmp_path_factory):
-    real = RealSGLang(real_model, tmp_path_factory.mktemp("keyed") / "server.log", "--config", str(keys_file),
-                      "--enable-metrics").start()
+def keyed_servers(second_sglang, real_model, keys_file):
     parser = argparse.ArgumentParser()
     simulate_cli.add_arguments(parser)
     sim_config = simulate_cli.config_from_args(parser.parse_args(
         ["--config", str(keys_file), "--model-path", str(real_model), "--vocab-size", "512", "--port", "0"]))
     sim_url, sim = run_in_thread(sim_config)
-    yield {"real": real.base_url, "simulator": sim_url}, real
+    yield {"real": second_sglang.base_url, "simulator": sim_url}, second_sglang
     sim.stop()
-    real.stop()
 
 
 def status(base_url: str, method: str, path: str, body, key: str | None) -> tuple[int, bytes]:
