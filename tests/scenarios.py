@@ -126,9 +126,7 @@ SCENARIOS = [
 
 def play(scenario: Scenario, driver: Driver) -> None:
     """Run one scenario with one executor and check what the object says."""
-    if scenario.prepare is not None:
-        scenario.prepare(*driver.volumes())
-    driver.apply(lambda spec: _set_budgets(spec, scenario.budgets, scenario.change))
+    start(scenario, driver)
     if scenario.restart:
         driver.wait_for_tokens()
         driver.restart_controller()
@@ -138,6 +136,13 @@ def play(scenario: Scenario, driver: Driver) -> None:
         driver.apply(scenario.then)
         status = driver.wait_done()
     check(scenario, status, driver)
+
+
+def start(scenario: Scenario, driver: Driver) -> None:
+    """Its files on the volumes, then the object applied."""
+    if scenario.prepare is not None:
+        scenario.prepare(*driver.volumes())
+    driver.apply(lambda spec: _set_budgets(spec, scenario.budgets, scenario.change))
 
 
 def _set_budgets(spec: dict, budgets: tuple[int, ...], change: Callable[[dict], None] | None) -> None:

@@ -94,11 +94,13 @@ def tiny_model(tmp_path_factory):
 
 
 class Run:
-    """One DatasetGeneration in its own namespace, with its volumes and an operator watching it."""
+    """One DatasetGeneration in its own namespace (or `beside` another), with its volumes and an operator
+    watching it."""
 
     def __init__(self, cluster, k8s, namespace, tiny_model, tmp_path, name="qs", extraction=False, budgets=None,
                  volumes=True, metrics_port=0, liveness_port=0, image=None, operator_env=None, operator_args=(),
-                 **spec_overrides):
+                 beside: "Run | None" = None, **spec_overrides):
+        """`beside`: another object in that run's namespace, on its volumes, watched by its operator."""
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.custom, self.batch, self.core = (client.CustomObjectsApi(k8s), client.BatchV1Api(k8s),
                                               client.CoreV1Api(k8s))
@@ -107,6 +109,9 @@ class Run:
                      .budgets(*(budgets or (3000, 2000, 2000))).set(**spec_overrides).obj())
         self.data = self.models = None
         self.applied = False
+        if beside is not None:
+            self.data, self.models, self.operator = beside.data, beside.models, beside.operator
+            return
         if image is not None:  # every pod, the server's included, from draftgen's image (on the local kubelet)
             cluster.load_image(image.ref, image.as_json())
             self.body["spec"]["runnerImage"] = self.body["spec"]["server"]["image"] = image.ref

@@ -12,6 +12,12 @@ from tests.conftest import REPO
 from tests.manifests import INVALID, VALID, manifest, with_absolute_dataset_paths
 
 
+@pytest.fixture(scope="module")
+def namespace(module_namespace):
+    """One namespace for the module: its objects are refused, dry-run or named apart."""
+    return module_namespace
+
+
 def create(k8s, namespace, body):
     return client.CustomObjectsApi(k8s).create_namespaced_custom_object(
         "draftgen.io", "v1alpha1", namespace, "datasetgenerations", body, field_validation="Strict")

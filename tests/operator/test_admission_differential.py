@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from kubernetes import client
 
@@ -20,6 +21,12 @@ from draftgen_dev.manifest_mutations import BASES, mutated_manifests
 
 EXAMPLES = 2000
 UPDATES = 500
+
+
+@pytest.fixture(scope="module")
+def namespace(module_namespace):
+    """One namespace for the module: its objects are refused, dry-run or named apart."""
+    return module_namespace
 
 
 def examples(request, n: int = EXAMPLES) -> int:

@@ -9,7 +9,8 @@ import signal
 import pytest
 
 from tests.conftest import wait_for
-from tests.scenarios import SCENARIOS, Scenario, check, play
+from tests.operator.conftest import Run
+from tests.scenarios import SCENARIOS, Scenario, check, play, start
 
 
 class ClusterDriver:
@@ -63,7 +64,36 @@ class ClusterDriver:
         return self.r.data, self.r.models
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+# Found by the preflight before any server starts: played side by side, one namespace, one operator.
+PREFLIGHT_FAILURES = [s for s in SCENARIOS if s.reason == "PreflightFailed"]
+ALONE = [s for s in SCENARIOS if s not in PREFLIGHT_FAILURES]
+
+
+@pytest.fixture(scope="module")
+def side_by_side(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
+    """Each preflight failure as an object of its own in one namespace, watched by one operator and
+    applied together: each is checked alone, so none may show another's failure."""
+    api = cluster.api_client()
+    first = Run(cluster, api, module_namespace, tiny_model, tmp_path_factory.mktemp("preflight-failures"),
+                name="pf-0")
+    runs = [first, *(Run(cluster, api, module_namespace, tiny_model, None, name=f"pf-{i}", beside=first)
+                     for i in range(1, len(PREFLIGHT_FAILURES)))]
+    drivers = {}
+    for scenario, r in zip(PREFLIGHT_FAILURES, runs):
+        drivers[scenario.name] = ClusterDriver(lambda r=r: r)
+        start(scenario, drivers[scenario.name])
+    yield drivers
+    first.stop()
+    api.close()
+
+
+@pytest.mark.parametrize("scenario", PREFLIGHT_FAILURES, ids=[s.name for s in PREFLIGHT_FAILURES])
+def test_a_preflight_failure_beside_the_others(scenario, side_by_side):
+    driver = side_by_side[scenario.name]
+    check(scenario, driver.wait_done(), driver)
+
+
+@pytest.mark.parametrize("scenario", ALONE, ids=[s.name for s in ALONE])
 def test_scenario(scenario, run):
     driver = ClusterDriver(run)
     play(scenario, driver)
