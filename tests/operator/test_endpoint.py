@@ -1,14 +1,19 @@
 """A server that already runs (spec.server.endpoint): the user's own SGLang Deployment (here the
 simulator, run by the local kubelet, with both keys), and the operator starting only the generation
-clients against it, on the CPU stages' nodes, with the keys from the user's Secret."""
+clients against it, on the CPU stages' nodes, with the keys from the user's Secret. Three runs share
+one server, one namespace and one operator, as a team's runs would."""
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from kubernetes import client
 
 from draftgen_contracts import names
 from draftgen_dev.cluster.controlplane import LOCAL_KUBELET_LABEL
 from tests.conftest import wait_for
+from tests.operator.conftest import Run
 from tests.scenarios import check_records_match_status, overshoot_bound
 
 PORT = 30000
@@ -51,25 +56,51 @@ def serving_pod_ip(core: client.CoreV1Api, namespace: str) -> str:
         raise AssertionError(f"{e}: {seen}") from None
 
 
-def against_the_teams_server(r, k8s, model_path: str, *keys: str) -> client.CoreV1Api:
-    """The team's server running (its Secret, Deployment and Service), and the run's spec pointed at it
-    through its Service, as a team's clients reach it, with the Secret's `keys` (api, admin)."""
+def start_the_teams_server(api, namespace: str, args: list[str], model_path: str) -> None:
+    """The team's server running: its Secret, Deployment and Service."""
+    core = client.CoreV1Api(api)
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
+    client.AppsV1Api(api).create_namespaced_deployment(namespace, serving_deployment(args, model_path))
+    core.create_namespaced_service(namespace, serving_service())
+    serving_pod_ip(core, namespace)
+
+
+def against_the_teams_server(r, *keys: str) -> None:
+    """The run's spec pointed at the team's server through its Service, as a team's clients reach it,
+    with the Secret's `keys` (api, admin)."""
     server = r.body["spec"]["server"]
-    core = client.CoreV1Api(k8s)
-    core.create_namespaced_secret(r.namespace, {"metadata": {"name": "sglang-keys"}, "stringData": KEYS})
-    client.AppsV1Api(k8s).create_namespaced_deployment(r.namespace, serving_deployment(server["args"], model_path))
-    core.create_namespaced_service(r.namespace, serving_service())
-    serving_pod_ip(core, r.namespace)
     for key in ("image", "command", "args"):
         del server[key]
     server["endpoint"] = {"url": f"http://sglang.{r.namespace}.svc:{PORT}",
                           **{ENDPOINT_KEY_FIELDS[key]: {"name": "sglang-keys", "key": key} for key in keys}}
-    return core
 
 
-def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budget_is_exact(run, k8s):
-    r = run(extraction=False)
-    core = against_the_teams_server(r, k8s, "/models/tiny", "api", "admin")
+@pytest.fixture(scope="module")
+def team(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
+    """One team's server in one namespace and three runs against it under one operator: the first is
+    applied by its test (which watches its pods from the start), the other two here, so they run
+    meanwhile. The model `other` is a copy of the tiny one that the server does not serve."""
+    api = cluster.api_client()
+    first = Run(cluster, api, module_namespace, tiny_model, tmp_path_factory.mktemp("endpoint"), name="both-keys",
+                extraction=False)
+    shutil.copytree(first.models / "tiny", first.models / "other")
+    start_the_teams_server(api, module_namespace, first.body["spec"]["server"]["args"], "/models/tiny")
+    runs = {"both-keys": first, **{name: Run(cluster, api, module_namespace, tiny_model, None, name=name,
+                                             extraction=False, beside=first) for name in ("other-model", "api-key")}}
+    against_the_teams_server(first, "api", "admin")
+    for name in ("other-model", "api-key"):
+        against_the_teams_server(runs[name], "api")
+    runs["other-model"].body["spec"]["model"]["path"] = "other"
+    runs["other-model"].apply()
+    runs["api-key"].apply()
+    yield runs
+    first.stop()
+    api.close()
+
+
+def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budget_is_exact(team):
+    r = team["both-keys"]
+    core = r.core
     r.apply()
     seen: dict[str, client.V1Pod] = {}  # every pod of the run, as last seen (the Jobs go when done)
 
@@ -93,23 +124,19 @@ def test_a_server_that_already_runs_gets_generation_clients_alone_and_every_budg
     assert not core.list_namespaced_secret(r.namespace, field_selector=f"metadata.name={names.keys_secret_name(r.name)}").items
 
 
-def test_a_server_of_another_model_is_refused_by_the_preflight_and_said_on_the_object(run, k8s):
-    r = run(extraction=False)
-    core = against_the_teams_server(r, k8s, "/models/other", "api")
-    r.apply()
+def test_a_server_of_another_model_is_refused_by_the_preflight_and_said_on_the_object(team):
+    r = team["other-model"]
     status = r.wait_phase("Failed", timeout_s=120)
     said = " ".join(c.get("message", "") for c in status["conditions"])
-    assert "serves ['/models/other'], not 'tiny'" in said, status["conditions"]
-    assert not [p for p in core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
+    assert "serves ['/models/tiny'], not 'other'" in said, status["conditions"]
+    assert not [p for p in r.core.list_namespaced_pod(r.namespace, label_selector=f"{names.LABEL_NAME}={r.name}").items
                 if p.metadata.labels.get(names.LABEL_COMPONENT) == "generate"]
 
 
-def test_without_the_servers_admin_key_the_run_aborts_by_disconnect_and_says_so_on_the_object(run, k8s):
+def test_without_the_servers_admin_key_the_run_aborts_by_disconnect_and_says_so_on_the_object(team):
     """The team hands out its API key only: nothing can be cut, so every budget is met by complete
     responses (as atBudget: abort), and condition AtBudget with a Warning event say why."""
-    r = run(extraction=False)
-    against_the_teams_server(r, k8s, "/models/tiny", "api")
-    r.apply()
+    r = team["api-key"]
     status = r.wait_phase("Succeeded", timeout_s=240)
     check_records_match_status(status, r.records(), bound=overshoot_bound({**r.body["spec"], "atBudget": "abort"}))
     assert not any(rec.get("cut_at_budget") for rec in r.records())
