@@ -45,11 +45,12 @@ image: $(STAMP)
 lock: $(STAMP)
 	$(PYTHON) -m draftgen_dev.lock
 
-# SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest. Two pytest
+# SLOW=1 adds the soak and torture tier; PYTEST_ARGS passes anything else to pytest. Three pytest
 # workers share one control plane (tests/conftest.py); the tests that share a real server or a
 # module's fixtures are one unit of one worker (conftest.py's groups), handed out in the root
-# conftest's order. Two, because the suite is CPU-bound: with three it took as long (docs/testing.md).
-TEST_WORKERS ?= 2
+# conftest's order. Three on two cores, because with two the CPU idled a quarter of the time in the
+# tests' waits (15 min 5 s against 16 min 8 s, docs/testing.md).
+TEST_WORKERS ?= 3
 # Every process a test starts (pods, stages, operators, workers) reads the project's compiled modules
 # instead of compiling them again, where the environment says not to write them
 # (PYTHONDONTWRITEBYTECODE): about 0.3 s of CPU a process start, 4 s a worker's collection.
