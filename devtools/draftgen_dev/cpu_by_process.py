@@ -65,7 +65,14 @@ def sample(last: dict[str, tuple[str, float]]) -> None:
             continue
         key, used = read
         known = last.get(key)
-        last[key] = (known[0] if known else kind_of(command_line(pid)), used)
+        last[key] = (kind_at_sighting(known[0] if known else None, command_line(pid)), used)
+
+
+def kind_at_sighting(known: str | None, argv: list[str]) -> str:
+    """A process's kind, told again at every sighting: a child seen between fork and exec still shows
+    its parent's command line (the API server was once counted as a pytest worker); an exiting one
+    shows none, and keeps the kind it had."""
+    return kind_of(argv) if argv or known is None else known
 
 
 def table(last: dict[str, tuple[str, float]], wall_s: float) -> str:
