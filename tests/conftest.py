@@ -137,8 +137,8 @@ def namespace(k8s, request):
 def module_namespace(cluster, request):
     """One namespace for a module whose tests leave nothing another of them would see (objects refused,
     dry-run or named apart). A namespace's deletion costs the API server a list and a delete of every
-    kind of object in it (the namespace controller's sweep, about 120 requests), and the admission
-    cases alone are about a hundred tests."""
+    kind of object in it (the namespace controller's sweep, about 100 requests measured), and the
+    admission cases alone are about a hundred tests."""
     api = cluster.api_client()
     with fresh_namespace(api, request.module.__name__.rsplit(".", 1)[-1]) as name:
         yield name

@@ -215,8 +215,12 @@ class Run:
         return [e.reason for e in self.core.list_namespaced_event(
             self.namespace, field_selector=f"involvedObject.name={self.name}").items]
 
-    def stop(self):
+    def stop(self, failed: bool = False, label: str = ""):
+        """Stop its operator; on a failure its log is kept beside the control plane's, as `label`."""
         self.operator.stop()
+        if failed:
+            LOGS_ON_FAILURE.mkdir(exist_ok=True)
+            shutil.copy(self.operator.log, LOGS_ON_FAILURE / f"{label or self.name}-operator.log")
 
 
 @pytest.fixture
@@ -230,7 +234,4 @@ def run(cluster, k8s, crd, namespace, tiny_model, tmp_path, request):
 
     yield make
     for r in runs:
-        r.stop()
-        if request.node.rep_call.failed:  # kept beside the control plane's logs
-            LOGS_ON_FAILURE.mkdir(exist_ok=True)
-            shutil.copy(r.operator.log, LOGS_ON_FAILURE / f"{request.node.name}-operator.log")
+        r.stop(request.node.rep_call.failed, request.node.name)

@@ -76,7 +76,7 @@ def against_the_teams_server(r, *keys: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def team(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
+def team(cluster, crd, module_namespace, tiny_model, tmp_path_factory, request):
     """One team's server in one namespace and three runs against it under one operator: the first is
     applied by its test (which watches its pods from the start), the other two here, so they run
     meanwhile. The model `other` is a copy of the tiny one that the server does not serve."""
@@ -94,7 +94,7 @@ def team(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
     runs["other-model"].apply()
     runs["api-key"].apply()
     yield runs
-    first.stop()
+    first.stop(request.session.testsfailed > 0, "endpoint")
     api.close()
 
 

@@ -70,7 +70,7 @@ ALONE = [s for s in SCENARIOS if s not in PREFLIGHT_FAILURES]
 
 
 @pytest.fixture(scope="module")
-def side_by_side(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
+def side_by_side(cluster, crd, module_namespace, tiny_model, tmp_path_factory, request):
     """Each preflight failure as an object of its own in one namespace, watched by one operator and
     applied together: each is checked alone, so none may show another's failure."""
     api = cluster.api_client()
@@ -83,7 +83,7 @@ def side_by_side(cluster, crd, module_namespace, tiny_model, tmp_path_factory):
         drivers[scenario.name] = ClusterDriver(lambda r=r: r)
         start(scenario, drivers[scenario.name])
     yield drivers
-    first.stop()
+    first.stop(request.session.testsfailed > 0, "preflight-failures")
     api.close()
 
 
