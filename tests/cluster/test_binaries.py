@@ -63,3 +63,12 @@ def test_missing_go_toolchain_gives_one_clear_message(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(BuildError, match="Go toolchain"):
         binaries._go()
+
+
+def test_kwok_is_built_against_the_k8s_modules_of_the_kubernetes_we_build():
+    gomod = binaries.kwok_wrapper_gomod(UPSTREAM, "v1.36.3", "v0.8.0")
+    assert "require sigs.k8s.io/kwok v0.8.0" in gomod
+    assert "\tk8s.io/client-go => k8s.io/client-go v0.36.3" in gomod
+    assert "k8s.io/kubernetes" not in gomod.replace("draftgen.local", "")
+    assert binaries.KWOK.directory.name == "kwok-v0.8.0-k8s-v1.36.3"  # a new recipe is a new cache entry
+    assert binaries.ALL_PARTS.index(binaries.KWOK) > binaries.ALL_PARTS.index(binaries.KUBERNETES)
