@@ -29,6 +29,7 @@ class Reason(StrEnum):
     VOLUME_MISSING = "VolumeMissing"
     VOLUME_FULL = "VolumeFull"  # also its Warning event
     GROUP_RESTARTED = "GroupRestarted"  # a Warning event: a replica across nodes failed and starts again
+    STOPPED_SHORT = "StoppedShort"  # a Warning event: a replica's Job completed with work left; created again
     # A stage left (Normal events).
     PREFLIGHT_PASSED = "PreflightPassed"
     MERGE_SUCCEEDED = "MergeSucceeded"
@@ -133,6 +134,11 @@ def volume_full(claim: str, job: str, needed: str, retry_s: float) -> Explanatio
 def preflight_pods_refused(said: str) -> Explanation:
     """The preflight's pods refused by something that may clear (a quota): the run waits."""
     return Explanation(Reason.PODS_REFUSED, f"the preflight Job's pods are refused: {said}")
+
+
+def stopped_short(jobs: list[str]) -> Explanation:
+    return Explanation(Reason.STOPPED_SHORT, f"{', '.join(jobs)} completed though its replica's last report has rows "
+                       "left (its pod was stopped, and exited 0): created again, it resumes from the output")
 
 
 def suspended_jobs_deleted(jobs: list[str]) -> Explanation:

@@ -24,7 +24,8 @@ from .observed import CONFIG_HASH_ANNOTATION, JobState, World
 from .policies.capacity_policy import Capacity, capacity_of, job_queued
 from .policies.failure_policy import failure_of, preflight_refused_for_good, pods_refused_for_good
 from .policies.group_policy import RESTART_LIMIT, groups_to_restart
-from .policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete, runs_while_suspended
+from .policies.job_policy import (generation_jobs_finished, jobs_stopped_short, jobs_to_create, jobs_to_delete,
+                                  runs_while_suspended)
 from .policies.phase_policy import PhaseFacts, ShownPhase, phase_of
 from .policies.space_policy import job_stopped_by_a_full_volume, retry_due
 from .policies.stage_policy import next_stage, stage_event
@@ -85,6 +86,10 @@ def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSp
     if not found.failed and not found.in_use:
         decision.delete_jobs = jobs_to_delete(found.stage, spec.suspend, list(world.jobs.values()), found.digest)
         decision.delete_jobs += jobs_to_try_again(r) + [j.name for j in found.restarted]
+        short = jobs_stopped_short(list(r.world.jobs.values()), r.world.reports, found.digest)
+        decision.delete_jobs += [j for j in short if j not in decision.delete_jobs]
+        if short:
+            decision.events.append(("Warning", *reasons.stopped_short(short)))
         decision.create += jobs_wanted(r, found)
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", *reasons.suspended_jobs_deleted(decision.delete_jobs)))
@@ -100,7 +105,7 @@ def find(r: Reconcile) -> Findings:
     digest = plan.config_digest(config)
     jobs = list(r.world.jobs.values())
     datasets = fold_reports(r.spec, r.world.reports, r.previous.datasets, r.now,
-                            generation_jobs_finished(jobs, r.spec.server.replicas, digest))
+                            generation_jobs_finished(jobs, r.world.reports, r.spec.server.replicas, digest))
     stage = stage_now(r, datasets, digest)
     capacity = capacity_now(r, stage)
     owner = r.world.output_owner

@@ -111,6 +111,25 @@ def test_budget_met_over_replicas_deletes_generation_jobs_and_says_why():
     assert not names(d.create, "Job")  # the merge waits until the generation pods are gone
 
 
+def test_a_replica_whose_job_completed_with_rows_left_is_created_again_and_nothing_is_exhausted():
+    """A pod stopped by a drain that exited 0 (generate before it exited 143 on SIGTERM) completed its
+    Job: its final report has rows left, so the Job goes (and comes back), said in a Warning; the
+    short dataset is not Exhausted and the run does not merge."""
+    jobs = gen_jobs(succeeded=True)
+    done = progress(0, replicas=2, updated_at=1.0, finished=True, a=dataset_progress(30, state=DatasetState.EXHAUSTED))
+    stopped = progress(1, replicas=2, updated_at=1.0, finished=True, a=dataset_progress(20))
+    d = run(jobs=jobs, reports={0: done, 1: stopped})
+    assert d.delete_jobs == ["x-gen-r001"]
+    assert [r for t, r, _ in d.events if t == "Warning"] == [Reason.STOPPED_SHORT]
+    assert d.status.phase == Phase.GENERATING and d.status.datasets[0].state == DatasetState.GENERATING
+    # Its report not final yet (the operator saw the Job before the report): nothing goes, nothing ends.
+    waiting = run(jobs=jobs, reports={0: done, 1: stopped.model_copy(update={"finished": False})})
+    assert waiting.delete_jobs == [] and waiting.status.datasets[0].state == DatasetState.GENERATING
+    # Both final and done: the dataset is Exhausted and generation ends.
+    ended = run(jobs=jobs, reports={0: done, 1: done.model_copy(update={"replica": 1})})
+    assert ended.status.datasets[0].state == DatasetState.EXHAUSTED and ended.status.phase == Phase.MERGING
+
+
 def test_suspend_deletes_running_jobs_and_creates_none():
     spec = SPEC.model_copy(update={"suspend": True})
     d = run(spec=spec, jobs=gen_jobs(active=1), reports={0: report(0, 10)})

@@ -199,6 +199,10 @@ class JobBuilder:
         self._fields["deleting"] = True
         return self
 
+    def replica(self, index: int) -> JobBuilder:
+        self._fields["replica"] = index
+        return self
+
     def state(self) -> JobState:
         return JobState(**self._fields)
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from draftgen.observed import JobState
 from draftgen_contracts import names
-from draftgen_contracts.states import Component, Stage
+from draftgen_contracts.progress import ProgressDocument
+from draftgen_contracts.states import DATASET_DONE, Component, Stage
 
 # The stages that come before each Job's own: the pipeline back in one makes the Job's output stale.
 STALE_IN = {Component.GENERATE: (Stage.GENERATING,), Component.MERGE: (Stage.GENERATING,),
@@ -61,7 +62,27 @@ def jobs_to_create(name: str, stage: Stage, replicas: int, jobs: list[JobState],
             if job_name not in present and (not suspended or runs_while_suspended(component))]
 
 
-def generation_jobs_finished(jobs: list[JobState], replicas: int, config_hash: str) -> bool:
-    """Every replica's generation Job of the current config succeeded: no prompts are left to send."""
-    done = [j for j in jobs if j.component == Component.GENERATE and j.succeeded and j.config_hash == config_hash]
-    return len(done) >= replicas
+def left_nothing(report: ProgressDocument | None) -> bool:
+    """A replica's final report says its process ended with every dataset done (budget met or rows
+    used up)."""
+    return report is not None and report.finished and all(d.state in DATASET_DONE for d in report.datasets.values())
+
+
+def generation_jobs_finished(jobs: list[JobState], reports: dict[int, ProgressDocument], replicas: int,
+                             config_hash: str) -> bool:
+    """No prompts are left to send: every replica's generation Job of the current config succeeded,
+    and its final report says it left nothing. A Job's success alone does not say it: a pod that
+    exited 0 when it was stopped (a drain, an eviction) completes its Job too."""
+    done = {j.replica for j in jobs if j.component == Component.GENERATE and j.succeeded
+            and j.config_hash == config_hash and left_nothing(reports.get(j.replica))}
+    return done >= set(range(replicas))
+
+
+def jobs_stopped_short(jobs: list[JobState], reports: dict[int, ProgressDocument], config_hash: str) -> list[str]:
+    """Generation Jobs of the current config that succeeded though their replica's final report has
+    work left (its pod exited 0 when stopped, as generate did on SIGTERM before it exited 143): they
+    go, so the replica's Job is created again and resumes where it stopped. A report not yet final
+    is waited for: the operator may see a Job complete before it sees the report written before."""
+    return sorted(j.name for j in jobs if j.component == Component.GENERATE and j.succeeded and not j.deleting
+                  and j.config_hash == config_hash and (report := reports.get(j.replica)) is not None
+                  and report.finished and not left_nothing(report))

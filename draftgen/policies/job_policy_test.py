@@ -1,12 +1,12 @@
 import pytest
 
-from draftgen.policies.job_policy import generation_jobs_finished, jobs_to_create, jobs_to_delete
-from draftgen_contracts.states import Component, Stage
-from draftgen_dev.builders import JobBuilder
+from draftgen.policies.job_policy import generation_jobs_finished, jobs_stopped_short, jobs_to_create, jobs_to_delete
+from draftgen_contracts.states import Component, DatasetState, Stage
+from draftgen_dev.builders import JobBuilder, dataset_progress, progress
 
 
 def gen(replica: int, digest: str = "h1") -> JobBuilder:
-    return JobBuilder(f"x-gen-r{replica:03d}", Component.GENERATE).config_hash(digest)
+    return JobBuilder(f"x-gen-r{replica:03d}", Component.GENERATE).config_hash(digest).replica(replica)
 
 
 MERGED = JobBuilder("x-merge", Component.MERGE).succeeded().state()
@@ -38,10 +38,37 @@ def test_jobs_to_create(stage, jobs, wanted):
     assert jobs_to_create("x", stage, 2, jobs) == wanted
 
 
-@pytest.mark.parametrize("jobs, digest, finished", [
-    ([gen(0).succeeded().state(), gen(1).succeeded().state()], "h1", True),
-    ([gen(0).succeeded().state()], "h1", False),  # every replica
-    ([gen(0).succeeded().state(), gen(1).succeeded().state()], "other", False),  # of the current config
+def final(replica: int, *states: DatasetState, finished: bool = True):
+    """A replica's last report, its datasets in these states."""
+    return progress(replica, 2, finished=finished,
+                    **{f"d{i}": dataset_progress(100, state=s) for i, s in enumerate(states)})
+
+
+DONE = {0: final(0, DatasetState.BUDGET_MET, DatasetState.EXHAUSTED), 1: final(1, DatasetState.BUDGET_MET)}
+BOTH = [gen(0).succeeded().state(), gen(1).succeeded().state()]
+
+
+@pytest.mark.parametrize("jobs, reports, digest, finished", [
+    (BOTH, DONE, "h1", True),
+    ([gen(0).succeeded().state()], DONE, "h1", False),  # every replica
+    (BOTH, DONE, "other", False),  # of the current config
+    # a pod stopped by a signal that exited 0 completed its Job: its report says rows are left
+    (BOTH, {**DONE, 1: final(1, DatasetState.GENERATING)}, "h1", False),
+    (BOTH, {**DONE, 1: final(1, DatasetState.BUDGET_MET, finished=False)}, "h1", False),  # not final yet
+    (BOTH, {0: DONE[0]}, "h1", False),  # no report
 ])
-def test_generation_finished_needs_every_replica_of_the_current_config(jobs, digest, finished):
-    assert generation_jobs_finished(jobs, 2, digest) == finished
+def test_generation_finished_needs_every_replica_of_the_current_config_and_its_final_report(
+        jobs, reports, digest, finished):
+    assert generation_jobs_finished(jobs, reports, 2, digest) == finished
+
+
+@pytest.mark.parametrize("reports, short", [
+    (DONE, []),
+    ({**DONE, 1: final(1, DatasetState.BUDGET_MET, DatasetState.GENERATING)}, ["x-gen-r001"]),
+    # the operator may see the Job complete before the report written before it: it waits
+    ({**DONE, 1: final(1, DatasetState.GENERATING, finished=False)}, []),
+    ({0: DONE[0]}, []),
+])
+def test_a_job_that_completed_with_rows_left_is_created_again(reports, short):
+    assert jobs_stopped_short(BOTH, reports, "h1") == short
+    assert jobs_stopped_short(BOTH, reports, "other") == []  # a stale one is replaced anyway

@@ -37,7 +37,7 @@ not recorded: its row is generated again on the next run, and the process exits 
 lost: dispatch pauses until it is ready again, as long as a start may take (`startup_timeout_s`), since
 a pod's SGLang sidecar restarts in place and a new pod would load the model once more; a server that
 does not come back ends the process with `RETRY_LATER` too. SIGTERM stops dispatch, aborts in flight,
-syncs and exits 0.
+syncs and exits 143 (0 if every dataset was done): a stopped pod must not complete its Job.
 
     scheduler           what goes to the server next: the datasets' order and reach, the class slots,
                         the rows to send again, the failure rule and the exit status; no I/O

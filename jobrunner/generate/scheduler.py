@@ -14,6 +14,7 @@ engine.
 from __future__ import annotations
 
 import logging
+import signal
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from draftgen_contracts.budget_shares import Reach
 from draftgen_contracts.progress import DatasetProgress
 from draftgen_contracts.prompt_classes import PromptClass
 from draftgen_contracts.sglang_protocol import GenerateResult
-from draftgen_contracts.states import DatasetState
+from draftgen_contracts.states import DATASET_DONE, DatasetState
 from jobrunner.generate import class_slots
 from jobrunner.generate.actions import (Action, LeaveForNextRun, Order, Send, SendAgain, StartReading, Stop,
                                         StopCuttingAtBudget, WaitForServer)
@@ -43,14 +44,17 @@ MAX_CONSECUTIVE_FAILURES = 20
 READ_AHEAD = 64
 
 
-def exit_code(states: dict[str, str], transient_failures: int, shutdown: bool, server_lost: bool) -> int:
-    """The process exit status: 0 when every dataset got what it could (or on SIGTERM), 75 when
-    transient failures left rows to redo or the server was lost for good (run again to resume)."""
+def exit_code(states: dict[str, str], transient_failures: dict[str, int], shutdown: bool, server_lost: bool) -> int:
+    """The process exit status: 0 when every dataset got what it could; 75 when a dataset's transient
+    failures left it rows to redo, or the server was lost for good (run again to resume); 143 when
+    SIGTERM stopped it with work left. A drained, evicted or preempted pod that exited 0 would be
+    Succeeded, and its Job Complete: its replica's share would never be generated."""
     if shutdown:
-        return exit_codes.OK
+        done = all(state in DATASET_DONE for state in states.values())
+        return exit_codes.OK if done else exit_codes.interrupted(signal.SIGTERM)
     if server_lost:
         return exit_codes.RETRY_LATER
-    if transient_failures and any(s != DatasetState.BUDGET_MET for s in states.values()):
+    if any(transient_failures.get(name) and state != DatasetState.BUDGET_MET for name, state in states.items()):
         return exit_codes.RETRY_LATER
     return exit_codes.OK
 
@@ -312,7 +316,7 @@ class Scheduler:
 
     def exit_status(self) -> int:
         states = {lane.name: lane.budget.state(lane.rows_used()) for lane in self.lanes.values()}
-        failures = sum(lane.budget.transient_failures for lane in self.lanes.values())
+        failures = {lane.name: lane.budget.transient_failures for lane in self.lanes.values()}
         return exit_code(states, failures, self.shutting_down, bool(self.lost))
 
     # ---- routing --------------------------------------------------------------------------------

@@ -46,12 +46,17 @@ def started(orders: list[Order]) -> list[str]:
 
 
 @pytest.mark.parametrize("states, transient_failures, shutdown, server_lost, code", [
-    ({"a": "BudgetMet", "b": "Exhausted"}, 0, False, False, exit_codes.OK),
-    ({"a": "Generating"}, 3, False, False, exit_codes.RETRY_LATER),  # rows to redo: the Job runs a new pod
-    ({"a": "BudgetMet"}, 3, False, False, exit_codes.OK),  # the failed rows are not needed
-    ({"a": "Generating"}, 0, True, False, exit_codes.OK),  # SIGTERM
-    ({"a": "Generating"}, 20, False, True, exit_codes.RETRY_LATER),  # the server did not come back: resume later
-    ({"a": "Generating"}, 20, True, True, exit_codes.OK),  # SIGTERM while it was lost
+    ({"a": "BudgetMet", "b": "Exhausted"}, {}, False, False, exit_codes.OK),
+    ({"a": "Generating"}, {"a": 3}, False, False, exit_codes.RETRY_LATER),  # rows to redo: the Job runs a new pod
+    ({"a": "BudgetMet"}, {"a": 3}, False, False, exit_codes.OK),  # the failed rows are not needed
+    # a's failed rows are not needed, and b used every row: nothing is left to run again for
+    ({"a": "BudgetMet", "b": "Exhausted"}, {"a": 3}, False, False, exit_codes.OK),
+    ({"a": "BudgetMet", "b": "Generating"}, {"b": 1}, False, False, exit_codes.RETRY_LATER),
+    # SIGTERM (a drain, an eviction, a preemption) with work left is not success: the Job replaces the pod
+    ({"a": "Generating"}, {}, True, False, 143),
+    ({"a": "BudgetMet", "b": "Exhausted"}, {}, True, False, exit_codes.OK),  # SIGTERM once all was done
+    ({"a": "Generating"}, {"a": 20}, False, True, exit_codes.RETRY_LATER),  # the server did not come back
+    ({"a": "Generating"}, {"a": 20}, True, True, 143),  # SIGTERM while it was lost
 ])
 def test_the_exit_status_says_what_the_job_should_do(states, transient_failures, shutdown, server_lost, code):
     assert exit_code(states, transient_failures, shutdown, server_lost) == code

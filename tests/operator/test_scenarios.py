@@ -7,6 +7,7 @@ import os
 import signal
 
 import pytest
+from kubernetes import client
 
 from tests.conftest import wait_for
 from tests.operator.conftest import Run
@@ -102,18 +103,30 @@ def test_scenario(scenario, run):
         assert all(log.count(f"created Job {driver.r.namespace}/{name}") == 1 for name in driver.r.jobs())
 
 
-def test_a_replica_killed_mid_run_resumes_its_share_and_every_budget_holds(run):
-    """SIGKILL of one replica's generate process (a crash, not a deletion): its pod fails, the Job
-    makes a new one, which resumes the replica's share from its part files; the other replica
-    never spends it, and every dataset still ends within the bound."""
-    scenario = Scenario("a replica killed", budgets=(4000, 2000, 2000))
+def test_a_replica_evicted_and_the_other_killed_mid_run_each_resume_their_share_and_every_budget_holds(run):
+    """Replica 0's pod evicted through the Eviction API (what `kubectl drain` does): generate stops on
+    SIGTERM with rows left and exits 143, not 0, so the pod fails (DisruptionTarget: the Job's
+    podFailurePolicy ignores it) and the Job makes a new one; had it exited 0 the Job would be
+    Complete and the replica's share never generated. Then SIGKILL of replica 1's generate process
+    (a crash, not a deletion): its pod fails, the Job makes a new one. Each new pod resumes its
+    replica's share from its part files; the other replica never spends it, and every dataset still
+    ends within the bound."""
+    scenario = Scenario("a replica evicted, the other killed", budgets=(4000, 2000, 2000))
     driver = ClusterDriver(run)
     driver.apply(lambda spec: [d.update(budgetTokens=b) for d, b in zip(spec["datasets"], scenario.budgets)])
-    wait_for(lambda: driver.r.replica_tokens(1) > 0, 120, "replica 1 to report tokens", driver.r.cluster)
-    killed = {p.metadata.name for p in driver.r.pods_of_replica(1)}
-    os.kill(driver.r.generate_pid(1), signal.SIGKILL)
-    # The Job runs replica 1 again in a new pod (restartPolicy Never), which resumes its share.
-    wait_for(lambda: any(p.metadata.name not in killed for p in driver.r.pods_of_replica(1)), 120,
-             "a new pod of replica 1", driver.r.cluster)
+    r = driver.r
+    wait_for(lambda: r.replica_tokens(0) > 0 and r.replica_tokens(1) > 0, 120, "both replicas to report tokens",
+             r.cluster)
+    evicted = {p.metadata.name for p in r.pods_of_replica(0)}
+    for name in evicted:
+        r.core.create_namespaced_pod_eviction(name, r.namespace, client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=name, namespace=r.namespace)))
+    killed = {p.metadata.name for p in r.pods_of_replica(1)}
+    os.kill(r.generate_pid(1), signal.SIGKILL)
+    # Each Job runs its replica again in a new pod (restartPolicy Never), which resumes its share.
+    for replica, gone in ((0, evicted), (1, killed)):
+        wait_for(lambda: any(p.metadata.name not in gone for p in r.pods_of_replica(replica)), 120,
+                 f"a new pod of replica {replica}", r.cluster)
     status = driver.wait_done()
     check(scenario, status, driver)
+    assert "StoppedShort" not in driver.events()  # the evicted pod failed: no Job completed short
