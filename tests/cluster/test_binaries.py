@@ -71,4 +71,6 @@ def test_kwok_is_built_against_the_k8s_modules_of_the_kubernetes_we_build():
     assert "\tk8s.io/client-go => k8s.io/client-go v0.36.3" in gomod
     assert "k8s.io/kubernetes" not in gomod.replace("draftgen.local", "")
     assert binaries.KWOK.directory.name == "kwok-v0.8.0-k8s-v1.36.3"  # a new recipe is a new cache entry
+    assert binaries.KUBERNETES.directory.name == "kubernetes-v1.36.3-with-etcd"
+    assert "etcd" in binaries.KUBERNETES.files
     assert binaries.ALL_PARTS.index(binaries.KWOK) > binaries.ALL_PARTS.index(binaries.KUBERNETES)

@@ -14,7 +14,7 @@ from draftgen_dev.cluster.controlplane import Component, ComponentDied, LocalClu
 def test_a_port_taken_in_between_is_retried_with_another(tmp_path):
     cluster = LocalCluster(tmp_path)
     cluster.logs_dir.mkdir(parents=True)
-    etcd = binaries.ensure(binaries.ETCD) / "etcd"
+    etcd = binaries.ensure(binaries.KUBERNETES) / "etcd"
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()

