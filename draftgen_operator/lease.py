@@ -112,6 +112,10 @@ class Elector:
             body = {"metadata": {"name": self.name, "namespace": self.namespace,
                                  "resourceVersion": lease.metadata.resource_version},
                     "spec": self._spec(now, acquired, transitions)}
+        # The lease counts from before the write: a standby times it from when it sees the record,
+        # after the write landed, while the answer may come back a time-out later. Counted from the
+        # answer, this leader could lead on for up to that long after a standby took over.
+        sent_at = self.clock()
         try:
             if lease is None:
                 self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
@@ -121,7 +125,7 @@ class Elector:
             if e.status not in (404, 409):  # someone else wrote first: not ours this time
                 log.warning("writing lease %s/%s: %s %s", self.namespace, self.name, e.status, e.reason)
             return False
-        self.renewed_at = self.clock()
+        self.renewed_at = sent_at
         return True
 
     def _spec(self, now: str, acquired: str, transitions: int) -> dict:

@@ -41,3 +41,27 @@ def test_a_leader_whose_api_calls_hang_gives_up_by_its_deadline_before_the_lease
     elector.keep(on_lost=lost.set, stop=threading.Event())
     assert lost.wait(timing.duration_s)  # before a standby could take the lease
     assert time.monotonic() - elector.renewed_at >= timing.renew_deadline_s
+
+
+def test_the_lease_counts_from_before_the_write_not_from_its_late_answer():
+    from types import SimpleNamespace
+
+    from kubernetes import client
+
+    from draftgen_operator.lease import Elector
+
+    clock = [100.0]
+
+    class SlowAnswer:
+        def read_namespaced_lease(self, name, namespace, _request_timeout):
+            return SimpleNamespace(spec=SimpleNamespace(holder_identity="me", renew_time=None, acquire_time=None,
+                                                        lease_transitions=0),
+                                   metadata=SimpleNamespace(resource_version="1"))
+
+        def replace_namespaced_lease(self, name, namespace, body, _request_timeout):
+            clock[0] += 1.5  # the write landed at once; its answer took 1.5 s to come back
+
+    elector = Elector(client.ApiClient(), "ns", "lease", "me", Timing(), clock=lambda: clock[0])
+    elector.api = SlowAnswer()
+    assert elector.try_once()
+    assert elector.renewed_at == 100.0

@@ -246,7 +246,8 @@ def generation_record(dataset: str = "a", row: int = 0, prompt: list[int] | None
 
 
 def dataset_budget(name: str = "a", budget_tokens: int = 1000, replicas: int = 2, replica: int = 1, cut: bool = True,
-                   made: int = 0, speed: float = 0.0, clock: DecodeClock | None = None, **fields: Any) -> DatasetBudget:
+                   made: int = 0, speed: float = 0.0, clock: DecodeClock | None = None, sample_cap: int | None = None,
+                   **fields: Any) -> DatasetBudget:
     """Replica `replica` of `replicas` on a budget whose receiver is looked for at replica 0 (responses
     of up to 1000 tokens), with `made` tokens written already and a decode clock (`clock`, or a new one)
     that saw requests make `speed` tokens/s; `fields` go to DatasetBudget."""
@@ -254,7 +255,7 @@ def dataset_budget(name: str = "a", budget_tokens: int = 1000, replicas: int = 2
     if speed:
         clock.observe(0.0, 1.0, round(speed))
     budget = DatasetBudget(DatasetConfig(name=name, path="unused.jsonl", budget_tokens=budget_tokens), OutputTotals(),
-                           clock, sample_cap=None, max_new_tokens=1000, replicas=replicas, replica=replica,
+                           clock, sample_cap=sample_cap, max_new_tokens=1000, replicas=replicas, replica=replica,
                            cuts_at_budget=cut, **fields)
     if made:
         budget.totals.add_record(generation_record(name, 10_000, [1, 2, 3], [7] * made), 0)

@@ -203,6 +203,12 @@ class DatasetBudget:
     def stopped(self) -> bool:
         return self.mode is BudgetMode.STOPPED
 
+    def sends_no_more(self) -> bool:
+        """Whether this replica's tokens of the dataset are final under this budget: settled, or its
+        share of the sample cap made (a restart would stop at once too). A stop for another reason
+        (the process ends) promises nothing: a new process resumes."""
+        return self.settled or budget.is_sample_cap_reached(self.sample_cap, self.totals.records)
+
     def in_flight(self) -> int:
         return len(self.requests)
 
@@ -445,7 +451,7 @@ class DatasetBudget:
             **durable.counts().model_dump(), state=self.state(rows_used),
             skipped_by_reason=dict(durable.skipped_by_reason), budget_tokens=self.budget_tokens,
             tokens_per_second=round(rate, 1), eta_s=budget.eta_seconds(self.budget_tokens, self.tokens, rate),
-            in_flight=len(self.requests), settled=self.settled and not self.requests, elsewhere=self.elsewhere)
+            in_flight=len(self.requests), settled=self.sends_no_more() and not self.requests, elsewhere=self.elsewhere)
 
     # ---- transitions --------------------------------------------------------------------------
 

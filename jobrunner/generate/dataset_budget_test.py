@@ -317,3 +317,25 @@ def test_a_cut_answer_ending_on_an_end_token_is_a_complete_response():
 def test_an_end_token_past_what_is_left_does_not_make_the_kept_part_complete():
     _, kept = cut_on_end_ids([5] * 129 + [2])
     assert kept == [Keep(GenerateResult([5] * 100, "length", 3, 100, "r1"), generated=130, estimated=100)]
+
+
+def test_a_replica_stopped_at_its_share_of_the_sample_cap_says_its_tokens_are_final_and_the_receiver_ends():
+    """Budget 1,000 and a cap of 10 over two replicas (5 each), both near binding: replica 1 stops at
+    its 5th sample with 400 tokens. Its report says it sends no more (settled), so the receiver, which
+    counted on it to bring more, makes the rest of the budget and ends, instead of waiting for good."""
+    other, receiver = dataset_budget(replica=1, sample_cap=5), dataset_budget(replica=0, sample_cap=5)
+    for c, samples in ((other, 5), (receiver, 4)):
+        c.start(0.0)
+        for row in range(samples):
+            c.sent(prompt(row), f"r{row}", now=0.0)
+            answer(c, prompt(row), f"r{row}", GenerateResult([5] * 80, "stop", 3, 80, f"r{row}"), e2e_s=0.1, now=0.1)
+            c.finished(row, f"r{row}", now=0.1)
+    assert other.stopped and other.own_tokens == 400
+    report = other.progress(other.totals, 1.0)
+    assert report.state == DatasetState.BUDGET_MET and report.settled
+    receiver.peers_reported({1: report}, stopped=False, now=1.0)
+    assert receiver.tokens == 720 and receiver.is_receiver()
+    assert receiver.may_send(1.0, Reach.FILLING)  # its 5th sample may bring the 280 left
+    receiver.sent(prompt(4), "r4", now=1.0)
+    answer(receiver, prompt(4), "r4", GenerateResult([5] * 80, "stop", 3, 80, "r4"), e2e_s=0.1, now=1.1)
+    assert receiver.stopped  # its share of the cap: the dataset is done at 10 samples, 800 tokens

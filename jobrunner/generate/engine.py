@@ -70,11 +70,15 @@ class Engine:
         self._ticks: dict[str, asyncio.TimerHandle] = {}  # by dataset: the tick its budget planned
         self._wake = asyncio.Event()  # something changed: the dispatch loop asks the scheduler again
         self._room = asyncio.Event()  # the scheduler took prompts: the readers may offer more
-        self._reader_failed: BaseException | None = None
+        self._failure: BaseException | None = None  # what ends the run (a reader's or a request's error)
         self.notices: list[str] = []  # what this process does otherwise than the spec says (ProgressDocument)
         self._reconnecting: asyncio.Task | None = None  # waiting for a lost server to be ready again
         self._abort_tasks: set[asyncio.Task] = set()
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
+        # The coordinator's calls (the Kubernetes API: up to a 10 s time-out each) run on a thread of
+        # their own, one at a time and in order, so that cuts and aborts never wait for the API server
+        # and no report can land after a later one.
+        self._coordination = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="coordination")
 
     def _notify(self) -> None:
         self._wake.set()
@@ -109,8 +113,8 @@ class Engine:
             self._carry_out(self.scheduler.schedule(time.monotonic()))
             if self.scheduler.wants_rows():
                 self._room.set()
-            if self._reader_failed is not None:
-                raise self._reader_failed  # a dataset whose rows cannot be read fails the run
+            if self._failure is not None:
+                raise self._failure
             if self.scheduler.is_over():
                 return
             await self._wake.wait()
@@ -179,7 +183,8 @@ class Engine:
             self._reconnecting.cancel()
         await asyncio.gather(publisher, *filter(None, [self._reconnecting]), return_exceptions=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._publish(finished=True)
+        await self._publish_aside(finished=True)  # after any report still being sent: it is the last
+        self._coordination.shutdown(wait=False)
         for writer in self.writers.values():
             writer.close()
 
@@ -198,7 +203,17 @@ class Engine:
 
     def _reader_done(self, reader: asyncio.Task) -> None:
         if not reader.cancelled() and reader.exception() is not None:
-            self._reader_failed = reader.exception()
+            self._fail(reader.exception())  # a dataset whose rows cannot be read fails the run
+        self._notify()
+
+    def _fail(self, error: BaseException) -> None:
+        """End the run with `error` (the first one): every dataset stops and what is in flight is
+        aborted, then the dispatch loop raises it (a full volume: exit VOLUME_FULL, else a failed pod
+        that its Job retries). Going on would generate answers that cannot be kept."""
+        if self._failure is None:
+            self._failure = error
+            if self.scheduler is not None:
+                self._carry_out(self.scheduler.shut_down())
         self._notify()
 
     async def _read(self, name: str) -> None:
@@ -240,10 +255,12 @@ class Engine:
         task = self._tasks[rid] = asyncio.create_task(work, name=rid)
         # A done callback, not a `finally`: a Task cancelled before its first step never enters
         # its body, but its callbacks always run.
-        task.add_done_callback(lambda _t: self._finished(name, prompt, rid))
+        task.add_done_callback(lambda t: self._finished(name, prompt, rid, t))
 
-    def _finished(self, name: str, prompt: Prompt, rid: str) -> None:
+    def _finished(self, name: str, prompt: Prompt, rid: str, task: asyncio.Task) -> None:
         del self._tasks[rid]
+        if not task.cancelled() and task.exception() is not None:
+            self._fail(task.exception())  # a record that could not be written: nothing later can be kept
         self._carry_out(self.scheduler.finished(name, prompt, rid, time.monotonic()))
         self._notify()
 
@@ -400,32 +417,51 @@ class Engine:
 
     # ---- progress -----------------------------------------------------------------------------
 
-    def _refresh_coordination(self) -> None:
-        stopped = self.coordinator.stopped_datasets()
-        self._carry_out(self.scheduler.peers_reported(self.coordinator.peers(), stopped, time.monotonic()))
+    def _read_coordination(self) -> tuple[set[str], dict]:
+        return self.coordinator.stopped_datasets(), self.coordinator.peers()
+
+    def _refresh_coordination(self, read: tuple[set[str], dict] | None = None) -> None:
+        stopped, peers = read or self._read_coordination()
+        self._carry_out(self.scheduler.peers_reported(peers, stopped, time.monotonic()))
         self._notify()
 
-    def _publish(self, finished: bool = False) -> None:
+    async def _refresh_aside(self) -> None:
+        read = await asyncio.get_running_loop().run_in_executor(self._coordination, self._read_coordination)
+        self._refresh_coordination(read)
+
+    def _progress(self, finished: bool = False) -> ProgressDocument:
         now = time.monotonic()
         for writer in self.writers.values():
             writer.sync()  # fsync before publishing: published totals are durable
-        document = ProgressDocument(
+        return ProgressDocument(
             replica=self.config.replica, replicas=self.config.replicas, updated_at=time.time(), finished=finished,
             notices=self.notices,
             datasets={name: self.scheduler.progress(name, writer.durable, now) for name, writer in self.writers.items()})
+
+    def _publish(self) -> None:
+        """At the start, before anything is in flight."""
+        document = self._progress()
         self.coordinator.publish(document)
+        self.last_progress = document
+
+    async def _publish_aside(self, finished: bool = False) -> None:
+        document = self._progress(finished)
+        await asyncio.get_running_loop().run_in_executor(self._coordination, self.coordinator.publish, document)
         self.last_progress = document
 
     async def _publish_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval_s)
+            # One failed round (a full disk, a Kubernetes ApiException, a urllib3 timeout) must not end
+            # progress publishing, nor keep the peers' news from this replica: each is tried again.
             try:
-                self._publish()
-                self._refresh_coordination()
+                await self._publish_aside()
             except Exception as e:
-                # One failed round (a full disk, a Kubernetes ApiException, a urllib3 timeout) must not
-                # end progress publishing: the next interval tries again.
                 log.warning("progress not published: %s: %s", type(e).__name__, e)
+            try:
+                await self._refresh_aside()
+            except Exception as e:
+                log.warning("the peers' progress not read: %s: %s", type(e).__name__, e)
             now = time.monotonic()
             for name, writer in self.writers.items():
                 budget = self.scheduler.budget(name)

@@ -286,7 +286,7 @@ class Scheduler:
     # ---- the process ----------------------------------------------------------------------------
 
     def shut_down(self) -> list[Order]:
-        """SIGTERM: every dataset stops, every request in flight is aborted."""
+        """SIGTERM, or a failure that ends the run: every dataset stops, every request in flight is aborted."""
         self.shutting_down = True
         return self._stop_all()
 

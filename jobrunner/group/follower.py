@@ -57,6 +57,17 @@ def ended_in_order(report: ProgressDocument | None, since: float) -> bool:
     return report is not None and report.finished and (report.updated_at or 0) >= since
 
 
+def read_report(own_report: Callable[[], ProgressDocument | None]) -> ProgressDocument | None:
+    """The replica's report, read a few times over a few seconds before an error counts as none."""
+    for attempt in range(3):
+        try:
+            return own_report()
+        except Exception as e:
+            log.warning("the replica's report not read: %s: %s", type(e).__name__, e)
+            time.sleep(attempt + 1)
+    return None
+
+
 async def server_answers(session: aiohttp.ClientSession, server_url: str) -> bool:
     try:
         async with session.get(f"{server_url}/health", timeout=aiohttp.ClientTimeout(total=CHECK_TIMEOUT_S)) as r:
@@ -89,7 +100,7 @@ async def follow(server_url: str, leader: tuple[str, int], own_report: Callable[
         while not stop.is_set():
             misses = misses.after(*(await (checks or both)()))
             if (gone := misses.group_gone()) is not None:
-                if ended_in_order(own_report(), started):
+                if ended_in_order(read_report(own_report), started):
                     log.info("the leader finished the replica's work and ended the group")
                     return exit_codes.OK
                 log.error("the group is lost: %s; the Job fails so that the whole group starts again", gone)

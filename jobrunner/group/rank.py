@@ -49,5 +49,7 @@ def main(args: argparse.Namespace) -> int:
     configure_logging()
     leader = Path(args.leader_file).read_text().strip().strip("[]")
     coordinator = make_coordinator(config)
+    # The report as it is when the group goes, not as it was at the start: the leader's `finished`
+    # comes later, and without it an ordered end reads as a lost group, started again for nothing.
     return asyncio.run(follow(generate.server_url or config.server_url, (leader, args.dist_port),
-                              coordinator.previous_own))
+                              coordinator.own_now))

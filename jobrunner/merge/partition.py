@@ -35,10 +35,11 @@ def partition_file(path: Path, output_root: Path, bucket_files: list, settings: 
         for rec in iter_records(path):
             records += 1
             problem = record_problem(rec)
-            dataset = rec.get("dataset") if isinstance(rec, dict) and isinstance(rec.get("dataset"), str) else path.parent.name
+            is_object = isinstance(rec, dict)  # a line of JSON that is no object is a bad row too
+            dataset = rec.get("dataset") if is_object and isinstance(rec.get("dataset"), str) else path.parent.name
             tally = tallies.setdefault(dataset, DatasetTally())
             tally.input_records += 1
-            tally.from_traces += rec.get("source") == "trace"
+            tally.from_traces += is_object and rec.get("source") == "trace"
             if problem:
                 tally.skipped[problem] += 1
                 continue

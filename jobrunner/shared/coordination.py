@@ -36,6 +36,9 @@ class Coordinator(Protocol):
     def previous_own(self) -> ProgressDocument | None:
         """This replica's last published progress from before this process, if any."""
 
+    def own_now(self) -> ProgressDocument | None:
+        """This replica's report as it is now (written by whichever process runs the replica), if any."""
+
 
 def peers_of(replica: int, documents: dict[int, ProgressDocument]) -> dict[str, dict[int, DatasetProgress]]:
     """Per dataset, every other replica's entry in its document."""
@@ -88,6 +91,9 @@ class FileCoordinator:
 
     def previous_own(self) -> ProgressDocument | None:
         return self._previous
+
+    def own_now(self) -> ProgressDocument | None:
+        return parse_progress(_read_bytes(self.progress_path(self.replica)))
 
 
 def _read_bytes(path: Path) -> bytes | None:

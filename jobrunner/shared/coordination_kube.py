@@ -64,16 +64,20 @@ class KubeCoordinator:
         self._status: dict = {}
         self._gone = False  # the DatasetGeneration was deleted: nothing is left to generate for
         self._polled_at = float("-inf")
-        self._previous = self._read_previous_report()
+        # What this replica's predecessor (a pod before a restart, a suspend or a budget change)
+        # published last: a settled dataset stays settled.
+        self._previous = self.own_now()
 
-    def _read_previous_report(self) -> ProgressDocument | None:
-        """What this replica's predecessor (a pod before a restart, a suspend or a budget change)
-        published last: a settled dataset stays settled."""
+    def own_now(self) -> ProgressDocument | None:
+        """This replica's report as the API server has it; None when there is none (404). Any other
+        error raises: taken for "none", it would drop the predecessor's settled word, and a settled
+        share would be generated twice."""
         try:
             data = self.core.read_namespaced_config_map(self.report, self.namespace, _request_timeout=10).data or {}
-        except Exception as e:  # none yet, or unreadable: then there is nothing to keep
-            log.info("no previous report for %s: %s", self.report, e)
-            return None
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
         return parse_progress(data.get(names.REPORT_KEY))
 
     def publish(self, progress: ProgressDocument) -> None:

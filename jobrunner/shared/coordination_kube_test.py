@@ -1,5 +1,9 @@
+import pytest
+from kubernetes.client.exceptions import ApiException
+
 from draftgen_contracts.progress import DatasetProgress, ProgressDocument
-from jobrunner.shared.coordination_kube import EveryDataset, peers_in_reports
+from jobrunner.shared import coordination_kube
+from jobrunner.shared.coordination_kube import EveryDataset, KubeCoordinator, peers_in_reports
 
 
 def report(replica: int, replicas: int = 2, **datasets: DatasetProgress) -> ProgressDocument:
@@ -28,3 +32,21 @@ def test_no_reports_no_peers_and_a_report_of_another_number_of_replicas_says_not
 
 def test_a_deleted_generation_stops_every_dataset():
     assert "anything" in EveryDataset()
+
+
+def test_only_a_404_means_no_previous_report(monkeypatch):
+    """Any other error taken for "none" would drop the predecessor's settled word: it raises, and the
+    pod fails and is retried."""
+    class Core:
+        def __init__(self, error):
+            self.error = error
+
+        def read_namespaced_config_map(self, *args, **kwargs):
+            raise self.error
+    monkeypatch.setattr(coordination_kube, "load_kube_config", lambda: None)
+    monkeypatch.setattr(coordination_kube.client, "CoreV1Api", lambda: Core(ApiException(status=404)))
+    assert KubeCoordinator("x", "ns", 0, 2).previous_own() is None
+    for error in (ApiException(status=500, reason="etcd timeout"), ApiException(status=403)):
+        monkeypatch.setattr(coordination_kube.client, "CoreV1Api", lambda error=error: Core(error))
+        with pytest.raises(ApiException):
+            KubeCoordinator("x", "ns", 0, 2)

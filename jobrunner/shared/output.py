@@ -232,6 +232,17 @@ def _write_line(fd: int, line: bytes) -> None:
         view = view[written:]
 
 
+def _append(fd: int, line: bytes, end: int) -> None:
+    """Append a whole line or nothing: a write that fails half-way (a full volume, EIO) is cut back to
+    `end`, where the file ended before it. Half a line left there would have the next record appended
+    to it, and the next resume's scan would stop at it, cutting every record after it."""
+    try:
+        _write_line(fd, line)
+    except BaseException:
+        os.ftruncate(fd, end)
+        raise
+
+
 class PartWriter:
     """The single writer of one dataset's part files for one replica.
 
@@ -277,7 +288,7 @@ class PartWriter:
         if record.dataset != self.dataset or (problem := record.problem()) is not None:
             raise ValueError(f"{record.sample_id}: {problem or f'not a record of {self.dataset}'}")
         line = (json.dumps(record.to_json(), separators=(",", ":")) + "\n").encode()
-        _write_line(self._records_fd, line)
+        _append(self._records_fd, line, self.totals.records_bytes)
         self.totals.add_record(record, self.totals.records_bytes + len(line))
         self._done.add(record.row)
         self._dirty = True
@@ -288,7 +299,7 @@ class PartWriter:
             raise ValueError(f"{names.sample_id(self.dataset, row)} already written")
         entry = SkipEntry(names.sample_id(self.dataset, row), row, reason, detail[:500])
         line = (json.dumps(entry.to_json(), separators=(",", ":")) + "\n").encode()
-        _write_line(self._skipped_fd, line)
+        _append(self._skipped_fd, line, self.totals.skipped_bytes)
         self.totals.add_skip(entry, self.totals.skipped_bytes + len(line))
         self._done.add(row)
         self._dirty = True

@@ -212,6 +212,10 @@ def test_bad_records_and_torn_tail_are_counted_not_fatal(tmp_path):
             f.write((json.dumps(generation_record("d", 5, [1], bad_ids)) + "\n").encode())
     m, records = run_merge(root, eval_fraction=0.0)
     assert len(records) == 2 and m["datasets"]["d"]["skipped_by_reason"]["malformed_ids"] == 3
+    with open(path, "ab") as f:  # whole lines of JSON that are no objects: bad rows, counted, not a crash
+        f.write(b'[1, 2]\n"a string"\n7\nnull\n')
+    m, records = run_merge(root, eval_fraction=0.0)
+    assert len(records) == 2 and m["datasets"]["d"]["skipped_by_reason"]["missing_field"] == 4
     with open(path, "ab") as f:
         f.write(b'garbled\n' + (json.dumps(generation_record("d", 9, [1], [9])) + "\n").encode())
     m, records = run_merge(root, eval_fraction=0.0)

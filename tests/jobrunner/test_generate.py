@@ -2,6 +2,8 @@
 bad requests, faults, coordination."""
 
 import asyncio
+import errno
+import os
 
 import pytest
 
@@ -14,6 +16,7 @@ from draftgen_dev.cluster.controlplane import free_port
 from jobrunner.shared import output
 from jobrunner.shared.coordination import FileCoordinator
 from jobrunner.generate.run import run_generate
+from tests.jobrunner.conftest import write_prompts
 
 FAST_SIM = {"speedup": 200.0}  # simulated seconds per real second
 
@@ -105,6 +108,34 @@ async def test_a_server_that_answers_aborts_without_output_is_aborted_at_the_bud
         recs = assert_consistent(tmp_path, name)
         assert sum(r["completion_tokens"] for r in recs) >= budget_tokens
         assert not any(r.get("cut_at_budget") for r in recs)
+
+
+async def test_a_record_that_cannot_be_written_stops_the_replica_and_the_resume_loses_nothing(
+        simulator, tmp_path, tokenizer_path, monkeypatch):
+    """The 8th record's write fails half-way (a full volume): the file is cut back to the 7 before it,
+    and the process stops, raising the error (the CLI exits VOLUME_FULL), rather than going on to
+    generate answers it cannot keep, or counting a row it never wrote. The resume writes every row
+    once."""
+    sim = simulator(profile="chat", **FAST_SIM)
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 20)
+    cfg = config(sim, tmp_path, tokenizer_path, [{"name": "a", "path": prompts, "budget_tokens": 10**6,
+                                                  "concurrency": 1}])
+    real, writes = output._write_line, []
+
+    def full_at_the_eighth(fd, line):
+        writes.append(line)
+        if len(writes) == 8:
+            os.write(fd, line[: len(line) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, line)
+    monkeypatch.setattr(output, "_write_line", full_at_the_eighth)
+    with pytest.raises(OSError) as stopped:
+        await run_generate(cfg)
+    assert stopped.value.errno == errno.ENOSPC and len(writes) == 8  # nothing generated after it
+    assert len(assert_consistent(tmp_path, "a")) == 7
+    monkeypatch.setattr(output, "_write_line", real)
+    assert await run_generate(cfg) == exit_codes.OK
+    assert sorted(r["row"] for r in assert_consistent(tmp_path, "a")) == list(range(20))
 
 
 async def test_dataset_at_budget_is_skipped_on_restart(simulator, tmp_path, tokenizer_path, prompts_file):

@@ -152,3 +152,31 @@ def test_a_whole_line_that_is_no_record_stops_the_writer_and_cuts_nothing(tmp_pa
     with pytest.raises(KeyError):
         output.PartWriter(tmp_path, "ds", 0)
     assert path.stat().st_size == size
+
+
+def test_a_write_that_fails_half_way_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    """A full volume in the middle of a line: the half line is cut off at once, so the next record
+    does not follow it and the next resume's scan keeps every record written after the failure."""
+    w = output.PartWriter(tmp_path, "a", 0)
+    for row in range(3):
+        w.append_record(generation_record("a", row=row))
+    before = w.records_path.read_bytes()
+    real = output._write_line
+
+    def half_then_full(fd, line):
+        os.write(fd, line[: len(line) // 2])
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(output, "_write_line", half_then_full)
+    with pytest.raises(OSError):
+        w.append_record(generation_record("a", row=3))
+    with pytest.raises(OSError):
+        w.append_skip(4, "bad_json")
+    assert w.records_path.read_bytes() == before and w.skipped_path.read_bytes() == b""
+    monkeypatch.setattr(output, "_write_line", real)
+    for row in (3, 5):  # room again: row 3 was never written, so it is written now
+        w.append_record(generation_record("a", row=row))
+    w.close()
+    again = output.PartWriter(tmp_path, "a", 0)
+    assert sorted(again.totals.rows) == [0, 1, 2, 3, 5]
+    assert [r["row"] for r in output.iter_records(again.records_path)] == [0, 1, 2, 3, 5]
+    again.close()
