@@ -12,12 +12,13 @@ $(STAMP): pyproject.toml devtools/pyproject.toml
 	$(PYTHON) -m pip install -q -e '.[test]' -e devtools
 	touch $(STAMP)
 
-# What `make demo` needs of the venv: the product, the development tools and torch (the tiny model's
-# weights), not the test extras.
-DEMO_STAMP := $(VENV)/.demo-stamp
+# What `make demo` needs of the venv: the product and the development tools, not the test extras; torch
+# only where the extraction runs in it (SERVER=simulator: the transformers backend). With the real SGLang
+# the extraction runs in SGLang's own venv, and unpacking a second torch cost a cold demo a minute.
+DEMO_STAMP = $(VENV)/.demo-$(SERVER)-stamp
 $(DEMO_STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
-	$(PYTHON) -m pip install -q -e '.[extract]' -e devtools
+	$(PYTHON) -m pip install -q -e '.$(if $(filter real,$(SERVER)),,[extract])' -e devtools
 	touch $(DEMO_STAMP)
 
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK from their Go

@@ -356,6 +356,15 @@ class Placement(Model):
     affinity: Affinity | None = Field(None, description="Affinity.")
 
 
+class CpuStages(Placement):
+    """Where the CPU pods run, and the Kueue queue they wait in."""
+
+    queue_name: str | None = Field(None, max_length=63, pattern=DNS_LABEL_VALUE, description=(
+        "Kueue LocalQueue for the Jobs whose pods ask for no GPU (preflight, merge, a CPU extraction); unset, "
+        "they are not queued. spec.queueName is the GPU Jobs' alone: a CPU Job in a GPU queue would wait for "
+        "GPU quota, or for a flavor whose nodeLabels contradict cpuStages.nodeSelector."))
+
+
 # Pod volumes draftgen names itself (plan.py): a volume of pods.volumes takes another name.
 OWN_VOLUMES = ["data", "model", "config", "dshm", "server-keys", "scratch", "inputs", "jobrunner-code"]
 
@@ -389,9 +398,9 @@ class DatasetGenerationSpec(Model):
     server: Server
     pods: Pods = Field(default_factory=Pods, description=(
         "Annotations, labels, priority class and extra volumes of every pod the run creates."))
-    cpu_stages: Placement = Field(default_factory=Placement, description=(
+    cpu_stages: CpuStages = Field(default_factory=CpuStages, description=(
         "Where the CPU pods run (preflight, merge, and extraction when extraction.gpus is 0), apart from the GPU "
-        "pods (server.nodeSelector, tolerations and affinity)."))
+        "pods (server.nodeSelector, tolerations and affinity), and their Kueue queue."))
     preflight: PreflightStage = Field(default_factory=PreflightStage)
     runner_image: str | None = Field(None, description="Image for jobrunner (default: the operator's).")
     image_pull_secrets: list[SecretName] = Field(
@@ -419,7 +428,8 @@ class DatasetGenerationSpec(Model):
         "created suspended shows its plan (status.preflight, status.estimate) before any GPU is asked for "
         "(docs/preflight.md#a-plan-before-the-gpus). false resumes where it stopped, without checking again."))
     queue_name: str | None = Field(None, max_length=63, pattern=DNS_LABEL_VALUE, description=(
-        "Kueue LocalQueue for the Jobs (kueue.x-k8s.io/queue-name): a name that is also a label value."))
+        "Kueue LocalQueue for the Jobs whose pods ask for GPUs (kueue.x-k8s.io/queue-name): a name that is also "
+        "a label value. The CPU Jobs queue in cpuStages.queueName."))
 
     def dataset(self, name: str) -> Dataset:
         return next(d for d in self.datasets if d.name == name)
@@ -559,3 +569,5 @@ class DatasetGenerationStatus(Model):
     estimate: Estimate | None = None
     preflight: Preflight | None = None
     extraction: ExtractionStatus | None = Field(None, description="Set once the extraction pod reports.")
+    retry: str | None = Field(None, description=(
+        "The value of the annotation draftgen.io/retry this status has answered: a new value retries a Failed run."))

@@ -243,6 +243,18 @@ def with_pod_settings(pod_spec: dict, spec: api.DatasetGenerationSpec) -> dict:
     return pod_spec
 
 
+def asks_for_gpus(pod_spec: dict) -> bool:
+    return any("nvidia.com/gpu" in (c.get("resources") or {}).get("limits", {})
+               for c in [*pod_spec.get("initContainers", []), *pod_spec["containers"]])
+
+
+def queue_of(spec: api.DatasetGenerationSpec, pod_spec: dict) -> str | None:
+    """The Kueue LocalQueue of a Job: spec.queueName for pods that ask for GPUs, cpuStages.queueName
+    for the others (a CPU preflight in a GPU queue waited for GPU quota, or for good on a GPU flavor
+    whose nodeLabels contradict its nodeSelector)."""
+    return spec.queue_name if asks_for_gpus(pod_spec) else spec.cpu_stages.queue_name
+
+
 def with_model_settings(container: dict, spec: api.DatasetGenerationSpec) -> dict:
     """spec.server.env and volumeMounts, in a container that loads the model (the server, the extraction)."""
     container["env"] = [*container.get("env", []), *(e.manifest() for e in spec.server.env)]
@@ -271,11 +283,10 @@ def _job(name: str, job_name: str, component: str, spec: api.DatasetGenerationSp
                                   **({"annotations": dict(spec.pods.annotations)} if spec.pods.annotations else {})},
                      "spec": {"restartPolicy": "Never", **pod_spec}},
     }
-    # Every Job of the run (generation, merge, extraction) is queued. Kueue's webhook suspends it at
-    # creation and Kueue unsuspends it on admission: the operator never writes spec.suspend (kueue#1726),
-    # and without Kueue installed the Job simply runs.
-    if spec.queue_name:
-        metadata["labels"][names.KUEUE_QUEUE_LABEL] = spec.queue_name
+    # Kueue's webhook suspends a queued Job at creation and Kueue unsuspends it on admission: the
+    # operator never writes spec.suspend (kueue#1726), and without Kueue installed the Job simply runs.
+    if queue := queue_of(spec, pod_spec):
+        metadata["labels"][names.KUEUE_QUEUE_LABEL] = queue
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
 
@@ -325,7 +336,9 @@ def generation_job(name: str, spec: api.DatasetGenerationSpec, replica: int, set
                     "volumes": _volumes(name, spec, model=True, config=config["metadata"]["name"], shm=False,
                                         inputs=True)}
         return _generation_job(name, spec, replica, settings, config, pod_spec)
-    probe_period = 10
+    # Every start (a replica's, a group's restart, a resume) begins generating this long after SGLang
+    # is ready at most: a real kubelet probes at this period (the local one every 0.2 s hides it).
+    probe_period = 2
     server = {
         "name": "sglang", "image": s.image, "restartPolicy": "Always",  # a native sidecar
         "command": s.command, "args": [*server_args(spec), *server_keys.server_key_args(s.args)], "env": POD_IP_ENV,

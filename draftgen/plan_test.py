@@ -39,6 +39,7 @@ def test_generation_job_runs_sglang_as_a_native_sidecar_with_gpus_shm_and_probes
     startup = server["startupProbe"]
     assert startup["httpGet"]["path"] == "/ready"
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 3600  # a 1 TB checkpoint's load fits
+    assert startup["periodSeconds"] <= 2  # generation starts within 2 s of the server being ready
     assert server["livenessProbe"]["httpGet"]["path"] == "/health"
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Gi"}
@@ -139,12 +140,20 @@ def test_config_errors_and_a_full_volume_fail_fast_and_disruptions_do_not_count(
     assert rules[2]["action"] == "Ignore" and rules[2]["onPodConditions"][0]["type"] == "DisruptionTarget"
 
 
-def test_every_job_is_queued_by_its_label_and_never_created_suspended():
-    """Kueue's webhook suspends a labelled Job itself; one created suspended would never run without Kueue."""
-    job, _ = generation_pod()
+def test_gpu_jobs_queue_in_the_gpu_queue_cpu_jobs_in_theirs_and_none_is_created_suspended():
+    """Kueue's webhook suspends a labelled Job itself; one created suspended would never run without Kueue.
+    A CPU Job in the GPU queue would wait for GPU quota, or for good on a GPU flavor whose nodeLabels
+    contradict cpuStages.nodeSelector: it goes in cpuStages.queueName, or in none."""
+    job, config = generation_pod()
     assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
-    for job in (plan.merge_job("k25", SPEC, SETTINGS), plan.extract_job("k25", SPEC, SETTINGS)):
-        assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue" and "suspend" not in job["spec"]
+    assert plan.extract_job("k25", SPEC, SETTINGS)["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "gpu-queue"
+    cpu_jobs = lambda spec: (plan.preflight_job("k25", spec, SETTINGS, config), plan.merge_job("k25", spec, SETTINGS),  # noqa: E731
+                             plan.extract_job("k25", spec.model_copy(update={"extraction": spec.extraction.model_copy(
+                                 update={"gpus": 0})}), SETTINGS))
+    assert all(names.KUEUE_QUEUE_LABEL not in j["metadata"]["labels"] for j in cpu_jobs(SPEC))
+    queued = k25().set(cpuStages={"queueName": "cpu-queue"}).spec()
+    for job in cpu_jobs(queued):
+        assert job["metadata"]["labels"][names.KUEUE_QUEUE_LABEL] == "cpu-queue" and "suspend" not in job["spec"]
 
 
 def test_sglang_extraction_runs_jobrunner_with_the_servers_image_python_parallelism_and_flags():

@@ -34,6 +34,16 @@ def leader_name(job_name: str, name: str) -> str:
     return f"{job_name}-0.{names.ranks_service_name(name)}"
 
 
+# How long a worker rank waits for its leader's name to resolve. The name resolves once the leader's pod
+# has an IP (publishNotReadyAddresses), seconds after it is scheduled and well before its model loads:
+# waiting the whole startup timeout (an hour for a large checkpoint) held a node's GPUs for nothing.
+RESOLVE_LEADER_S = 300
+
+
+def resolve_leader_timeout(startup_timeout_s: int) -> int:
+    return min(startup_timeout_s, RESOLVE_LEADER_S)
+
+
 def group_pod(pod_spec: dict, name: str, spec: api.DatasetGenerationSpec, job_name: str, runner_image: str) -> dict:
     """A single-node replica's pod spec as a rank's: the leader's address resolved first, the server
     started as its rank, the main container rank-aware."""
@@ -47,7 +57,7 @@ def group_pod(pod_spec: dict, name: str, spec: api.DatasetGenerationSpec, job_na
     resolve = {
         "name": "resolve-leader", "image": runner_image,
         "command": ["jobrunner", "resolve-leader", "--leader", leader_name(job_name, name), "--out", LEADER_PATH,
-                    "--timeout", str(spec.server.startup_timeout_seconds)],
+                    "--timeout", str(resolve_leader_timeout(spec.server.startup_timeout_seconds))],
         "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
         "volumeMounts": [RANK_MOUNT], "terminationMessagePolicy": "FallbackToLogsOnError"}

@@ -29,6 +29,7 @@ class Reason(StrEnum):
     VOLUME_MISSING = "VolumeMissing"
     VOLUME_FULL = "VolumeFull"  # also its Warning event
     GROUP_RESTARTED = "GroupRestarted"  # a Warning event: a replica across nodes failed and starts again
+    RETRIED = "Retried"  # a Normal event: a new draftgen.io/retry value retried a Failed run
     STOPPED_SHORT = "StoppedShort"  # a Warning event: a replica's Job completed with work left; created again
     # A stage left (Normal events).
     PREFLIGHT_PASSED = "PreflightPassed"
@@ -134,6 +135,11 @@ def volume_full(claim: str, job: str, needed: str, retry_s: float) -> Explanatio
 def preflight_pods_refused(said: str) -> Explanation:
     """The preflight's pods refused by something that may clear (a quota): the run waits."""
     return Explanation(Reason.PODS_REFUSED, f"the preflight Job's pods are refused: {said}")
+
+
+def retried(value: str, jobs: list[str]) -> Explanation:
+    gone = f"deleted {', '.join(jobs)}, which start again and resume from the output" if jobs else "nothing to delete"
+    return Explanation(Reason.RETRIED, f"retrying (draftgen.io/retry={value}): {gone}")
 
 
 def stopped_short(jobs: list[str]) -> Explanation:

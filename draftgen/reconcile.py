@@ -55,6 +55,7 @@ class Reconcile:
     world: World
     settings: plan.OperatorSettings
     now: str
+    retry: str = ""  # the object's draftgen.io/retry annotation
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Findings:
     still_failed: bool  # failed before, and the spec has not changed since
     in_use: bool  # the output folder belongs to another object
     restarted: list[JobState]  # failed rank groups started again now (policies/group_policy)
+    retried: list[JobState]  # the failed Jobs a retry deletes, so that they are created again
     group_restarts: dict[int, int]  # each replica's group restarts, these included
 
     @property
@@ -79,18 +81,23 @@ class Findings:
 
 
 def decide(name: str, namespace: str, generation: int, spec: DatasetGenerationSpec,
-           previous: DatasetGenerationStatus, world: World, settings: plan.OperatorSettings, now: str) -> Decision:
-    r = Reconcile(name, namespace, generation, spec, previous, world, settings, now)
+           previous: DatasetGenerationStatus, world: World, settings: plan.OperatorSettings, now: str,
+           retry: str = "") -> Decision:
+    """`retry`: the object's draftgen.io/retry annotation; a value the status has not answered yet
+    retries a Failed run."""
+    r = Reconcile(name, namespace, generation, spec, previous, world, settings, now, retry)
     found = find(r)
     decision = Decision(create=setup_to_create(r, found.config), events=events_before_status(r, found))
     if not found.failed and not found.in_use:
         decision.delete_jobs = jobs_to_delete(found.stage, spec.suspend, list(world.jobs.values()), found.digest)
-        decision.delete_jobs += jobs_to_try_again(r) + [j.name for j in found.restarted]
+        decision.delete_jobs += jobs_to_try_again(r) + [j.name for j in found.restarted + found.retried]
         short = jobs_stopped_short(list(r.world.jobs.values()), r.world.reports, found.digest)
         decision.delete_jobs += [j for j in short if j not in decision.delete_jobs]
         if short:
             decision.events.append(("Warning", *reasons.stopped_short(short)))
         decision.create += jobs_wanted(r, found)
+    if is_retry_asked(r):
+        decision.events.append(("Normal", *reasons.retried(r.retry, [j.name for j in found.retried])))
     if spec.suspend and decision.delete_jobs:
         decision.events.append(("Normal", *reasons.suspended_jobs_deleted(decision.delete_jobs)))
     decision.status = status_of(r, found)
@@ -111,14 +118,21 @@ def find(r: Reconcile) -> Findings:
     owner = r.world.output_owner
     before = group_restarts_before(r.previous)
     restartable = groups_to_restart(jobs, r.spec.server.nodes_per_replica, before)
-    failure = failure_now(r, stage, capacity, digest, restartable)
-    still_failed = r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation
+    retried = [j for j in jobs if j.failed and not j.deleting] if is_retry_asked(r) else []
+    failure = failure_now(r, stage, capacity, digest, restartable + retried)
+    still_failed = (r.previous.phase == Phase.FAILED and r.previous.observed_generation == r.generation
+                    and not is_retry_asked(r))
     in_use = owner is not None and owner != r.name
     restarted = [] if failure or still_failed or in_use else restartable  # a run that stops restarts nothing
     return Findings(config=config, digest=digest, datasets=datasets, stage=stage, capacity=capacity,
                     failure=failure, volume_full=volume_full_now(r), still_failed=still_failed, in_use=in_use,
-                    restarted=restarted,
+                    restarted=restarted, retried=retried,
                     group_restarts={**before, **{j.replica: before.get(j.replica, 0) + 1 for j in restarted}})
+
+
+def is_retry_asked(r: Reconcile) -> bool:
+    """A Failed run whose draftgen.io/retry annotation has a value its status has not answered."""
+    return r.previous.phase == Phase.FAILED and bool(r.retry) and r.retry != (r.previous.retry or "")
 
 
 def group_restarts_before(previous: DatasetGenerationStatus) -> dict[int, int]:
@@ -152,7 +166,7 @@ def stage_before(previous: DatasetGenerationStatus) -> Stage:
 def failure_now(r: Reconcile, stage: Stage, capacity: Capacity | None, digest: str,
                 restarted: list[JobState]) -> Explanation | None:
     """Why the run fails now, with what its pods said; while suspended only the preflight's (the other
-    Jobs are going anyway). A rank group started again fails nothing."""
+    Jobs are going anyway). A Job started again (a rank group, a retry) fails nothing."""
     # A preflight of an older spec no longer speaks for this one (it is deleted and run again).
     current = [j for j in r.world.jobs.values() if not (j.component == Component.PREFLIGHT and j.config_hash != digest)
                and (not r.spec.suspend or runs_while_suspended(j.component)) and j not in restarted]
@@ -308,9 +322,10 @@ def last_ready_reason(previous: DatasetGenerationStatus) -> str | None:
 
 def status_of(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
     status = counted_status(r, found)
-    if found.still_failed:  # a failure stays until the spec changes
+    if found.still_failed:  # a failure stays until the spec changes or a retry is asked
         return r.previous.model_copy(update={"datasets": found.datasets, "tokens": status.tokens,
-                                             "progress": status.progress, "estimate": status.estimate})
+                                             "progress": status.progress, "estimate": status.estimate,
+                                             "retry": r.retry or None})
     shown = phase_of(phase_facts(r, found, status))
     status.phase = shown.phase
     if found.capacity is not None:
@@ -333,7 +348,8 @@ def counted_status(r: Reconcile, found: Findings) -> DatasetGenerationStatus:
         preflight=preflight, extraction=extraction, jobs=stage_jobs(r.name, r.spec, stage),
         estimate=estimate(r.spec, preflight, datasets, previous.estimate, r.now,
                           hidden_size=preflight.model.hidden_size if preflight and preflight.model else None,
-                          extraction=extraction))
+                          extraction=extraction),
+        retry=r.retry or None)
 
 
 def replica_nodes(world: World) -> dict[int, list[str]]:

@@ -8,6 +8,7 @@ from draftgen.conditions import ConditionType
 from draftgen.observed import PodState, World
 from draftgen.reasons import Reason
 from draftgen.reconcile import decide
+from draftgen_contracts.names import CONFIG_HASH_ANNOTATION
 from draftgen_contracts.preflight_report import DatasetReport, ModelReport, PreflightReport, Problem
 from draftgen_contracts.states import Component, DatasetState, Phase, Stage
 from draftgen_dev.builders import JobBuilder, SpecBuilder, dataset_progress, generation_jobs, progress
@@ -18,12 +19,12 @@ NOW = "2026-12-01T00:00:00Z"
 DIGEST = plan.config_digest(plan.config_object("x", "ns", SPEC, SETTINGS))
 
 
-def run(spec=SPEC, previous=None, **world):
+def run(spec=SPEC, previous=None, retry="", **world):
     """One reconcile of an object past its preflight, unless `previous` says otherwise."""
     world.setdefault("existing", frozenset())
     world.setdefault("output_owner", "x")
     previous = previous or DatasetGenerationStatus(stage=Stage.GENERATING)
-    return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, NOW)
+    return decide("x", "ns", 1, spec, previous, World(**world), SETTINGS, NOW, retry)
 
 
 FOUND = PreflightReport(model=ModelReport(architecture="LlamaForCausalLM", hidden_size=64, num_layers=8,
@@ -176,6 +177,24 @@ def test_a_failed_job_fails_the_object_with_the_pods_own_words_and_it_stays_fail
     assert "exit code 2" in failed.message and "no such directory" in failed.message
     again = run(previous=d.status, jobs={})
     assert again.status.phase == Phase.FAILED and not names(again.create, "Job")
+
+
+def test_a_new_retry_value_runs_a_failed_run_again_as_it_is_and_only_once():
+    """A transient failure (a node lost six times over) leaves nothing to fix: a new value of the
+    annotation draftgen.io/retry deletes the failed Jobs, which are created again and resume; the
+    spec, and so what the run generates, is unchanged. The same value again does nothing."""
+    jobs = gen_jobs(failed=True, failure_reason=Reason.BACKOFF_LIMIT_EXCEEDED)
+    failed = run(jobs=jobs, retry="1")  # the annotation was there before the failure: it asks nothing
+    assert failed.status.phase == Phase.FAILED and failed.status.retry == "1"
+    assert run(previous=failed.status, jobs=jobs, retry="1").status.phase == Phase.FAILED
+    retried = run(previous=failed.status, jobs=jobs, retry="2")
+    assert retried.delete_jobs == ["x-gen-r000", "x-gen-r001"] and retried.status.retry == "2"
+    assert retried.status.phase != Phase.FAILED
+    assert [(t, r) for t, r, _ in retried.events if r == Reason.RETRIED] == [("Normal", Reason.RETRIED)]
+    # The Jobs gone, they are created again with the same config.
+    again = run(previous=retried.status, jobs={}, retry="2")
+    assert names(again.create, "Job") == ["x-gen-r000", "x-gen-r001"] and not again.delete_jobs
+    assert all(j["metadata"]["annotations"][CONFIG_HASH_ANNOTATION] == DIGEST for j in again.create if j["kind"] == "Job")
 
 
 def test_nothing_changed_means_the_same_status():

@@ -32,6 +32,8 @@ LABEL_REPLICA = "draftgen.io/replica"
 LABEL_REPORT = "draftgen.io/report"
 LABEL_OUTPUT_LOCK = "draftgen.io/output-lock"  # on the ConfigMap that says which run owns an output folder
 CONFIG_HASH_ANNOTATION = "draftgen.io/config-hash"
+# On a DatasetGeneration: a new value retries a Failed run as it is (docs/reliability.md#retrying-a-failed-run).
+RETRY_ANNOTATION = "draftgen.io/retry"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # A generation pod's `jobrunner generate` serves its Prometheus metrics here (container port `metrics`).
 GENERATE_METRICS_PORT = 9400

@@ -203,7 +203,8 @@ def reconcile(body, spec, status, name, namespace, meta, patch, **kwargs):
     try:
         now, generation = utc_now_iso(), meta.get("generation", 1)
         world = observe(namespace, name, parsed, indexes)
-        decision = decide(name, namespace, generation, parsed, previous, world, SETTINGS, now)
+        retry = (meta.get("annotations") or {}).get(names.RETRY_ANNOTATION, "")
+        decision = decide(name, namespace, generation, parsed, previous, world, SETTINGS, now, retry)
         refused = apply_decision(body, namespace, decision)
     except Exception:
         metrics.RECONCILE_ERRORS.labels(namespace, name).inc()

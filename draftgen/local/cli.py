@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
+from draftgen_contracts.timestamps import utc_now_iso
 from jobrunner.shared.config import ConfigError
 
 from .executor import Interrupted, LocalExecutor, RunRefused
@@ -40,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extract-device", default="cpu",
                         help="torch device of the transformers extraction, or 'auto' to spread the model over "
                              "the GPUs (default cpu); the sglang extraction runs as the spec's server flags say")
+    parser.add_argument("--retry", action="store_true",
+                        help="run a Failed run again as it is: its failed stage starts again and resumes from its "
+                             "output (on a cluster: a new value of the annotation draftgen.io/retry)")
 
 
 @contextlib.contextmanager
@@ -62,7 +66,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         run = LocalExecutor(name, spec, Path(args.data_dir or here), Path(args.model_dir or here),
                             inputs_dir=Path(args.inputs_dir) if args.inputs_dir else None,
-                            server_url=args.server_url, extract_device=args.extract_device)
+                            server_url=args.server_url, extract_device=args.extract_device,
+                            retry=utc_now_iso() if args.retry else "")
     except ConfigError as e:
         print(f"draftgen run: {args.spec}: the spec renders an invalid generate config: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG

@@ -65,8 +65,9 @@ class RunRefused(RuntimeError):
 class LocalExecutor:
     def __init__(self, name: str, spec: api.DatasetGenerationSpec, data_dir: Path, model_dir: Path, *,
                  inputs_dir: Path | None = None, server_url: str | None = None, extract_device: str = "cpu",
-                 out=None, err=None):
+                 out=None, err=None, retry: str = ""):
         self.name = name
+        self.retry = retry  # as the annotation draftgen.io/retry: a Failed run runs again
         self.requested_replicas = spec.server.replicas
         self.applied = spec  # as the user wrote it: what a rerun's spec is held to
         self.spec = local_spec(spec)
@@ -156,7 +157,7 @@ class LocalExecutor:
             if self.interrupted:
                 raise Interrupted(self.interrupted)
             decision = decide(self.name, NAMESPACE, self.state.generation, self.spec, self.state.status,
-                              self.observe(), SETTINGS, utc_now_iso())
+                              self.observe(), SETTINGS, utc_now_iso(), self.retry)
             self.apply(decision)
             self.show(view, decision.status)
             self.state.status = decision.status

@@ -14,6 +14,7 @@ from draftgen_contracts import exit_codes, hidden_state_layout, names
 from draftgen_contracts.extraction_progress import ExtractionProgress
 from draftgen_contracts.hidden_state_layout import DTYPE_BYTES
 from jobrunner.shared import corpus
+from jobrunner.shared.config import CONFIGURATION_ERRORS
 from jobrunner.shared.full_volume import needs, ran_out_of_room, say_on_stderr
 from jobrunner.hidden_states import selection
 from jobrunner.hidden_states.backend import FINAL_STATES
@@ -136,8 +137,8 @@ def main(args: argparse.Namespace) -> int:
         if ran_out_of_room(e, Path(args.out)):
             say_on_stderr(f"jobrunner extract: {stop_for_room(Path(args.out), args.export, publisher(args.report_configmap))}")
             return exit_codes.VOLUME_FULL
-        if not isinstance(e, (ValueError, FileNotFoundError, OSError)):
-            raise
+        if not isinstance(e, CONFIGURATION_ERRORS):
+            raise  # a transient I/O error among them: a failed pod, which its Job retries
         print(f"jobrunner extract: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     return exit_codes.OK

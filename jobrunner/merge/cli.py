@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from draftgen_contracts import exit_codes
+from jobrunner.shared.config import CONFIGURATION_ERRORS
 from jobrunner.shared.full_volume import full_at, ran_out_of_room, say_on_stderr
 from jobrunner.merge.run import merge_corpus
 from jobrunner.merge.settings import TRUNCATED_POLICIES, MergeSettings
@@ -84,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
             for kind in exports:
                 path = export_corpus(corpus_dir, kind)
                 print(f"merge: export {kind} -> {path}")
-    except (ValueError, FileNotFoundError) as e:
+    except CONFIGURATION_ERRORS as e:
         print(f"jobrunner merge: error: {e}", file=sys.stderr)
         return exit_codes.BAD_CONFIG
     except Exception as e:

@@ -23,6 +23,12 @@ class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the fields."""
 
 
+# Errors a stage fails at once on (exit BAD_CONFIG): a bad value, a path that is missing or not what it
+# should be, a permission. Any other OSError (EIO, ESTALE on NFS, a time-out) is the volume's and may pass:
+# the pod fails and its Job retries it.
+CONFIGURATION_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+
 def _format_validation_error(path: str, e: ValidationError) -> str:
     return "\n  ".join([f"{path}: invalid generate config", *error_lines(e, "config")])
 

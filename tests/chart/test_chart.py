@@ -164,6 +164,19 @@ def test_runner_image_defaults_to_the_operators_image():
     assert container["image"] == env["DRAFTGEN_RUNNER_IMAGE"] == "registry.example/ml/draftgen:1.2.3"
 
 
+@pytest.mark.parametrize("values, says", [
+    ({}, "`helm uninstall` keeps it"),
+    ({"crds.keep": "false"}, "`helm uninstall` deletes it"),
+    ({"crds.install": "false"}, "apply it yourself"),
+])
+def test_the_notes_say_what_the_chart_did_with_the_crd_and_name_only_files_that_exist(values, says):
+    notes = helm("install", "x", str(CHART), "--dry-run=client", *OUR_IMAGE, *set_args(values)).stdout
+    notes = notes[notes.index("NOTES:"):]
+    assert says in notes
+    for path in re.findall(r"[\w./-]+\.ya?ml", notes):
+        assert (REPO / path).is_file(), f"NOTES.txt names {path}, which does not exist"
+
+
 def test_the_image_repository_is_required_and_the_error_names_the_value():
     """No default image: one naming a repository nobody here owns would run its owner's code."""
     proc = helm("template", "draftgen", str(CHART), check=False)

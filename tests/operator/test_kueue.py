@@ -35,10 +35,12 @@ def kueue(cluster):
 
 @pytest.fixture
 def queued(kueue, run):
-    """`run` with one 8-GPU replica per object, queued in a LocalQueue of the test's namespace."""
+    """`run` with one 8-GPU replica per object, its GPU and CPU Jobs queued in a LocalQueue of the
+    test's namespace (one flavor here, with CPU quota to spare)."""
     def make(**kwargs):
         r = run(queueName=QUEUE, **kwargs)
         r.body["spec"]["server"]["replicas"] = 1
+        r.body["spec"].setdefault("cpuStages", {})["queueName"] = QUEUE
         kueue.create_local_queue(r.namespace, QUEUE)
         return r
     return make
@@ -107,8 +109,8 @@ def test_a_second_run_waits_in_kueue_until_the_first_frees_its_gpus(queued):
     first.wait_phase("Succeeded", timeout_s=240)
     wait_for(lambda: read_second().get("phase") == "Succeeded", 300, "the second run to succeed", first.cluster)
     check_records_match_status(first.status(), first.records())
-    # Merge Jobs are queued too: Kueue made a Workload for each and admitted it (the generation Jobs'
-    # Workloads went with their Jobs).
+    # The CPU Jobs are queued in cpuStages.queueName: Kueue made a Workload for each merge and admitted
+    # it (the generation Jobs' Workloads went with their Jobs).
     merges = {job: w for job, w in workloads(first).items() if job in ("first-merge", "second-merge")}
     assert len(merges) == 2
     for w in merges.values():

@@ -70,7 +70,9 @@ def ensure_installed() -> Path:
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
             _pip(venv, "--upgrade", "pip")
-            _pip(venv, f"sglang=={SGLANG_VERSION}")
+            # Not compiled at install: 35,000 files, 85 CPU seconds, of which a server start imports a
+            # part, compiled on its first import instead (cold `make demo` is CPU-bound; docs/testing.md).
+            _pip(venv, "--no-compile", f"sglang=={SGLANG_VERSION}")
         marker.unlink(missing_ok=True)
         # Copied, not editable: the cache must not depend on which checkout built it.
         _pip(venv, "--no-deps", "--force-reinstall", str(PLUGIN))
