@@ -58,11 +58,17 @@ def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m", flush=True)
 
 
+# The tiny model built by another Python: the demo's venv has no torch when the real SGLang serves
+# (Makefile, DEMO_STAMP), and SGLang's venv has one.
+BUILD_MODEL = "import sys; from pathlib import Path; from draftgen_dev.demo_assets import build_model; build_model(Path(sys.argv[1]))"
+
+
 class Demo:
-    def __init__(self, cluster: LocalCluster, workdir: Path, manifest: dict):
+    def __init__(self, cluster: LocalCluster, workdir: Path, manifest: dict, model_python: str | None = None):
         self.cluster = cluster
         self.workdir = workdir
         self.manifest = manifest
+        self.model_python = model_python  # builds the tiny model where this venv cannot (no torch)
         self.kubectl = str(ensure(KUBECTL_HELM) / "kubectl")
         self.api = cluster.api_client()
 
@@ -88,7 +94,11 @@ class Demo:
         say("volumes: a tiny model (real tokenizer + random Llama) and three prompt datasets")
         models = self.cluster.create_local_volume(NAMESPACE, "models")
         data = self.cluster.create_local_volume(NAMESPACE, "data")
-        build_model(models / "tiny")
+        if self.model_python:
+            subprocess.run([self.model_python, "-c", BUILD_MODEL, str(models / "tiny")], check=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO / "devtools")})
+        else:
+            build_model(models / "tiny")
         for name, path in write_datasets(data / "prompts").items():
             print(f"  {name:9s} {path.name:18s} {path.stat().st_size:>8,d} bytes")
 
@@ -183,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = LocalCluster(workdir / "cluster")
         cluster.start()
         stack.callback(cluster.stop)
-        demo = Demo(cluster, workdir, manifest)
+        demo = Demo(cluster, workdir, manifest, str(ensure_installed()) if args.server == "real" else None)
         print(demo.k("get", "nodes", "-L", "nvidia.com/gpu.product,nvidia.com/gpu.count").strip())
         demo.install()
         demo.volumes()

@@ -101,45 +101,27 @@ def build_tiny_tokenizer(directory: str | os.PathLike) -> str:
 
 def build_tiny_llama(directory: str | os.PathLike, vocab_size: int, num_layers: int = 8, hidden: int = 64,
                      seed: int = 0) -> str:
-    """Save a seeded random `LlamaForCausalLM` checkpoint (fp32), as `save_pretrained` lays it out;
-    returns the directory. Written with numpy and safetensors, not torch: `make demo`'s venv has no
-    torch (the real SGLang's venv has its own), and unpacking torch was a minute of a cold demo."""
-    import numpy as np
-    from safetensors.numpy import save_file
-    from transformers import GenerationConfig, LlamaConfig
+    """Save a seeded random `LlamaForCausalLM` (fp32) with `save_pretrained`; returns the directory."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a one-shard save needs no progress bar
     config = LlamaConfig(
         vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=num_layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=False,
-        pad_token_id=0, bos_token_id=1, eos_token_id=2, architectures=["LlamaForCausalLM"], dtype="float32",
+        pad_token_id=0, bos_token_id=1, eos_token_id=2,
     )
-    rng = np.random.default_rng(seed)
-    head_dim = hidden // config.num_attention_heads
-    kv = config.num_key_value_heads * head_dim
-
-    def linear(rows: int, cols: int) -> np.ndarray:  # transformers' init: normal(0, initializer_range)
-        return rng.normal(0.0, config.initializer_range, (rows, cols)).astype(np.float32)
-
-    def norm() -> np.ndarray:  # not 1 as initialised: a wrong pre/post-norm choice must be visible
-        return rng.uniform(0.5, 1.5, hidden).astype(np.float32)
-
-    weights = {"model.embed_tokens.weight": linear(vocab_size, hidden)}
-    for i in range(num_layers):
-        layer = f"model.layers.{i}"
-        weights |= {f"{layer}.self_attn.q_proj.weight": linear(hidden, hidden),
-                    f"{layer}.self_attn.k_proj.weight": linear(kv, hidden),
-                    f"{layer}.self_attn.v_proj.weight": linear(kv, hidden),
-                    f"{layer}.self_attn.o_proj.weight": linear(hidden, hidden),
-                    f"{layer}.mlp.gate_proj.weight": linear(hidden * 2, hidden),
-                    f"{layer}.mlp.up_proj.weight": linear(hidden * 2, hidden),
-                    f"{layer}.mlp.down_proj.weight": linear(hidden, hidden * 2),
-                    f"{layer}.input_layernorm.weight": norm(), f"{layer}.post_attention_layernorm.weight": norm()}
-    weights |= {"model.norm.weight": norm(), "lm_head.weight": linear(vocab_size, hidden)}
-    os.makedirs(directory, exist_ok=True)
-    config.save_pretrained(directory)
-    GenerationConfig.from_model_config(config).save_pretrained(directory)
-    # Readable by all, as a checkpoint downloaded from the Hub is: the pods' user is not the owner.
-    weights_file = Path(directory) / "model.safetensors"
-    save_file(weights, str(weights_file), metadata={"format": "pt"})
-    weights_file.chmod(0o644)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    # Random init leaves the RMSNorm weights at 1; random weights make a wrong pre/post-norm choice visible.
+    with torch.no_grad():
+        for module in model.modules():
+            if module.__class__.__name__.endswith("RMSNorm"):
+                module.weight.uniform_(0.5, 1.5)
+    model.save_pretrained(directory)
+    # transformers 5 saves the weights 0600 (through a temporary file); a checkpoint as downloaded from
+    # the Hub is readable by all, as the pods' user (65532, not the owner) needs it.
+    for weights in Path(directory).glob("*.safetensors"):
+        weights.chmod(0o644)
     return str(directory)

@@ -88,8 +88,10 @@ async def leader_accepts(host: str, port: int) -> bool:
 async def follow(server_url: str, leader: tuple[str, int], own_report: Callable[[], ProgressDocument | None],
                  interval_s: float = INTERVAL_S,
                  checks: Callable[[], Awaitable[tuple[bool, bool]]] | None = None) -> int:
-    """Watch the group to its end; the exit status. SIGTERM (the Job ended: its leader succeeded, or the
-    group is being deleted) ends it with 0: what happens to the group is the leader's to say."""
+    """Watch the group to its end; the exit status. SIGTERM after the leader finished the replica's work
+    (the Job ended with its leader) ends it with 0; SIGTERM before (a drain, an eviction) with 143: a
+    worker that exited 0 would complete its index, and the Job would never run that rank again, leaving
+    the leader to wait for a group that cannot form."""
     started, misses = time.time(), Misses()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -109,5 +111,8 @@ async def follow(server_url: str, leader: tuple[str, int], own_report: Callable[
                 await asyncio.wait_for(stop.wait(), interval_s)
             except asyncio.TimeoutError:
                 pass
-    log.info("SIGTERM: the group's Job is ending")
-    return exit_codes.OK
+    if ended_in_order(read_report(own_report), started):
+        log.info("SIGTERM: the group's Job is ending")
+        return exit_codes.OK
+    log.warning("SIGTERM before the leader finished the replica's work: this rank was stopped")
+    return exit_codes.interrupted(signal.SIGTERM)

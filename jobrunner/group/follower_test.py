@@ -49,3 +49,19 @@ async def test_the_leaders_rendezvous_is_a_port_that_accepts():
     server.close()
     await server.wait_closed()
     assert not await leader_accepts("127.0.0.1", port)
+
+
+async def test_sigterm_is_success_only_once_the_leader_finished():
+    """A worker rank stopped before its leader finished (its pod evicted, its node drained) must not
+    exit 0: its index would be complete and never run again."""
+    import os
+    import signal
+
+    async def term_soon(report):
+        async def checks():
+            os.kill(os.getpid(), signal.SIGTERM)
+            return True, True
+        return await follow("http://x", ("127.0.0.1", 1), lambda: report, interval_s=0.05, checks=checks)
+    assert await term_soon(None) == 128 + signal.SIGTERM
+    finished = ProgressDocument(replica=0, replicas=1, finished=True, updated_at=time.time() + 1)
+    assert await term_soon(finished) == exit_codes.OK
