@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml devtools/pyproject.toml
 # What `make demo` needs of the venv: the product and the development tools, not the test extras; torch
 # only where the extraction runs in it (SERVER=simulator: the transformers backend). With the real SGLang
 # the extraction runs in SGLang's own venv, and unpacking a second torch cost a cold demo a minute.
-DEMO_STAMP = $(VENV)/.demo-$(SERVER)-stamp
+# (SERVER: what serves the demo's generation pods, below; defined here, before the rule names it.)
+SERVER ?= real
+DEMO_STAMP := $(VENV)/.demo-$(SERVER)-stamp
 $(DEMO_STAMP): pyproject.toml devtools/pyproject.toml
 	test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install -q -e '.$(if $(filter real,$(SERVER)),,[extract])' -e devtools
@@ -64,7 +66,6 @@ test: controllers sglang image
 # On a fresh machine the venv, the Go builds (CPU) and the SGLang install (mostly download and
 # unpacking) run side by side: the builders need only the standard library, so they start at once
 # with the machine's Python instead of waiting for the venv.
-SERVER ?= real
 DEVTOOLS_ALONE := PYTHONPATH=$(CURDIR)/devtools $(PY)
 demo:
 	$(MAKE) -j3 $(DEMO_STAMP) demo-binaries $(if $(filter real,$(SERVER)),demo-sglang)
