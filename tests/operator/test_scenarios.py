@@ -113,10 +113,17 @@ def test_a_replica_evicted_and_the_other_killed_mid_run_each_resume_their_share_
     ends within the bound."""
     scenario = Scenario("a replica evicted, the other killed", budgets=(4000, 2000, 2000))
     driver = ClusterDriver(run)
-    driver.apply(lambda spec: [d.update(budgetTokens=b) for d, b in zip(spec["datasets"], scenario.budgets)])
+
+    def slower(spec):  # a quarter of the quickstart's speed: both stops land with most of the run left
+        args = spec["server"]["args"]
+        args[args.index("--per-request-tps") + 1] = "25"
+        for d, b in zip(spec["datasets"], scenario.budgets):
+            d.update(budgetTokens=b)
+    driver.apply(slower)
     r = driver.r
     wait_for(lambda: r.replica_tokens(0) > 0 and r.replica_tokens(1) > 0, 120, "both replicas to report tokens",
              r.cluster)
+    assert (r.status().get("tokens") or 0) < sum(scenario.budgets) / 2, "the run is too far on to stop it"
     evicted = {p.metadata.name for p in r.pods_of_replica(0)}
     for name in evicted:
         r.core.create_namespaced_pod_eviction(name, r.namespace, client.V1Eviction(
